@@ -1,0 +1,46 @@
+# Two commands do all the set-up on a fresh machine (see README):
+#   make reproduce   -> runs every quick reproduction, writes runs/<timestamp>/
+#   make test        -> lint, type-check and the test suite
+# Both create .venv and install what is missing; the second time they only check.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+TORCH   ?= torch==2.13.0
+STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+ARGS    ?=
+
+.PHONY: venv reproduce full test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# The CPU torch wheel goes in first (it is on disk here; elsewhere it is a small CPU download)
+# so that resolving `torch>=2.2` never pulls a multi-GB CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q "$(TORCH)" || \
+	  $(BIN)/python -m pip install -q "$(TORCH)" --index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+venv: $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/icml25 reproduce $(ARGS)
+
+full: $(STAMP)
+	$(BIN)/icml25 reproduce --budget full $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest -q $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/constrained_clustering_scaling.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

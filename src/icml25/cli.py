@@ -1,0 +1,161 @@
+"""The command line: ``icml25 list``, ``icml25 reproduce [NAME ...]``, ``icml25 report DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from icml25.core import report as rep
+from icml25.core.runner import BUDGETS, run_method, save_entry, saved_entry
+from icml25.methods import load_all
+
+EXIT_CRASH = 1
+EXIT_USAGE = 2
+EXIT_STRICT = 3
+EXIT_INTERRUPTED = 130
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(s) for s in text.split(",") if s.strip() != "")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seeds must be comma-separated non-negative integers such as 0,1,2; got {text!r}"
+        ) from None
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(
+            f"--seeds must be distinct non-negative integers such as 0,1,2; got {text!r}"
+        )
+    return seeds
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="icml25",
+        description="Methods of ICML 2025 papers and laptop-scale reproductions of their claims.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="every registered method, its paper, claim and quick time")
+    r = sub.add_parser("reproduce", help="run reproductions and write a claims report")
+    r.add_argument("names", nargs="*", metavar="NAME", help="methods to run (default: all)")
+    r.add_argument(
+        "--budget",
+        choices=BUDGETS,
+        default="quick",
+        help="quick (default, 1-3 min per method), full (up to ~15 min), tiny (smoke test only)",
+    )
+    r.add_argument("--seeds", type=_seeds, default=(0, 1, 2), help="comma-separated (default 0,1,2)")
+    r.add_argument("--out", type=Path, default=None, help="report folder (default runs/<time>/)")
+    r.add_argument(
+        "--fresh",
+        action="store_true",
+        help="re-run methods already finished in --out (default: reuse them, i.e. resume)",
+    )
+    r.add_argument("--strict", action="store_true", help="exit non-zero on 'not reproduced' too")
+    g = sub.add_parser("report", help="rebuild report.md from DIR/results.json without re-running")
+    g.add_argument("dir", type=Path)
+    return p
+
+
+def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+    """A progress callback: a rich status line on a terminal, plain lines otherwise."""
+    if sys.stderr.isatty() and not quiet:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        return lambda msg: console.log(msg)
+    return lambda msg: print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_list() -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="icml25 methods")
+    for col in ("name", "paper", "claim", "quick"):
+        table.add_column(col, overflow="fold")
+    for slug, m in load_all().items():
+        table.add_row(slug, f"{m.title} ({m.venue})", m.summary, f"~{m.quick_seconds:.0f} s")
+    Console().print(table)
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    methods = load_all()
+    unknown = [n for n in args.names if n not in methods]
+    if unknown:
+        print(
+            f"icml25: unknown method(s) {', '.join(unknown)}; known: {', '.join(methods)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    chosen = [methods[n] for n in (args.names or methods)]
+    out: Path = args.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    say = _progress(quiet=False)
+    command = "icml25 " + shlex.join(argv)
+    entries = []
+    try:
+        for i, m in enumerate(chosen, 1):
+            entry = None if args.fresh else saved_entry(out, m.slug, args.budget, args.seeds)
+            if entry is not None:
+                say(f"[{i}/{len(chosen)}] {m.slug}: reusing the finished run in {out / m.slug}")
+            else:
+                say(f"[{i}/{len(chosen)}] {m.slug}: {args.budget} reproduction, seeds {args.seeds}")
+                entry = run_method(
+                    m,
+                    budget=args.budget,
+                    seeds=args.seeds,
+                    out_dir=out,
+                    progress=lambda msg, s=m.slug: say(f"  {s}: {msg}"),
+                )
+                save_entry(out, entry)
+                status = "crashed" if entry["error"] else "done"
+                say(f"[{i}/{len(chosen)}] {m.slug}: {status} in {entry['wall_s']:.1f} s")
+            entries.append(entry)
+    except KeyboardInterrupt:
+        say(f"interrupted; finished methods are saved: rerun with --out {out} to resume")
+        return EXIT_INTERRUPTED
+    results = rep.build_results(entries, command)
+    rep.write_results(results, out)
+    rep.write_report(results, out)
+    rep.print_table(results)
+    print(f"report: {out / 'report.md'}")
+    if any(e["error"] for e in entries):
+        for e in entries:
+            if e["error"]:
+                print(f"icml25: {e['method']} crashed:\n{e['error']}", file=sys.stderr)
+        return EXIT_CRASH
+    if args.strict and rep.verdict_counts(results)["not reproduced"]:
+        return EXIT_STRICT
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        results = rep.load_results(args.dir)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    path = rep.write_report(results, args.dir)
+    rep.print_table(results)
+    print(f"report: {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if args.command == "list":
+        return cmd_list()
+    if args.command == "reproduce":
+        return cmd_reproduce(args, argv)
+    return cmd_report(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,327 @@
+r"""Constrained graph clustering: spectral algorithms for :math:`\min_S w_G(S,\bar S)/w_H(S,\bar S)`.
+
+Two graphs on one vertex set: ``G`` carries similarity (and must-links), ``H`` carries
+cannot-links. The constrained clustering problem is
+
+.. math:: \Phi_{G,H} = \min_{\emptyset \ne S \subsetneq V} \frac{w_G(S, V\setminus S)}{w_H(S, V\setminus S)}.
+
+Two spectral relaxations, each followed by a sweep over the sorted eigenvector:
+
+``method="signed"`` (Fabila-Carrasco & Sun, ICML 2025; matrices *inferred*, see README)
+    Put G's edges with positive sign and H's with negative sign into one signed graph; its
+    signed Laplacian is :math:`L_G + J_H` with :math:`J_H = D_H + A_H` (the signed Laplacian of
+    H, all edges negative). Solve :math:`(L_G + J_H)x = \lambda (D_G + D_H)x` for the smallest
+    eigenpair: a standard symmetric eigenproblem of the normalised signed adjacency
+    :math:`D^{-1/2}(A_G - A_H)D^{-1/2}`, with no singular matrix to handle.
+
+``method="cc"`` (Cucuringu, Koutis, Chawla, Miller & Peng, AISTATS 2016)
+    :math:`\lambda = \min_{x \perp 1} x^\top L_G x / x^\top L_H x`, the generalized eigenproblem
+    :math:`L_G x = \lambda L_H x`. For any two-valued x the quotient equals the cut ratio, so
+    :math:`\lambda \le \Phi_{G,H}`: a certificate. :math:`L_H` is singular; a ridge
+    :math:`L_H + \delta I` keeps the pencil definite and can only lower the quotient, so the
+    bound stays valid.
+
+References
+----------
+J. S. Fabila-Carrasco and H. Sun. Signed Laplacians for Constrained Graph Clustering. ICML 2025,
+PMLR 267:6794-6810.
+
+M. Cucuringu, I. Koutis, S. Chawla, G. Miller and R. Peng. Scalable Constrained Clustering: A
+Generalized Spectral Method. AISTATS 2016.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.sparse.csgraph import connected_components
+
+Method = Literal["signed", "cc"]
+Solver = Literal["auto", "dense", "sparse"]
+DENSE_MAX_N = 2000
+"""``solver="auto"`` uses dense LAPACK up to this many vertices, sparse ARPACK above."""
+
+
+def as_graph(W: Any, name: str, n: int | None = None) -> sp.csr_matrix:
+    """Validate a weighted adjacency matrix and return it as CSR float64 without self-loops.
+
+    ``W`` may be a NumPy array (or array-like) or a SciPy sparse matrix. It must be square,
+    real, finite, non-negative and symmetric; with ``n`` given, of size ``n``. Self-loops are
+    dropped: they never cross a cut, so they change neither objective.
+    """
+    if sp.issparse(W):
+        M = sp.csr_matrix(W)
+    else:
+        try:
+            arr = np.asarray(W)
+        except Exception as exc:  # ragged lists, objects
+            raise TypeError(f"{name} must be a 2-D array or scipy.sparse matrix: {exc}") from exc
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D adjacency matrix, got shape {arr.shape}")
+        M = sp.csr_matrix(arr) if arr.size else sp.csr_matrix(arr.shape)
+    if M.shape[0] != M.shape[1]:
+        raise ValueError(f"{name} must be square (an adjacency matrix), got shape {M.shape}")
+    if n is not None and M.shape[0] != n:
+        raise ValueError(f"{name} must have the same size as G ({n} vertices), got {M.shape[0]}")
+    if M.shape[0] < 2:
+        raise ValueError(f"{name} needs at least 2 vertices, got {M.shape[0]}")
+    if M.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must have real numeric weights, got dtype {M.dtype}")
+    M = M.astype(np.float64)
+    data = M.data
+    if not np.all(np.isfinite(data)):
+        raise ValueError(f"{name} has {int(np.sum(~np.isfinite(data)))} non-finite weights (NaN/inf)")
+    if np.any(data < 0):
+        raise ValueError(
+            f"{name} has negative weights (min {data.min():g}); weights must be >= 0 "
+            "(put cannot-links in H, not as negative entries of G)"
+        )
+    asym = abs(M - M.T)
+    scale = float(data.max()) if data.size else 0.0
+    if asym.nnz and float(asym.max()) > 1e-10 * max(scale, 1.0):
+        raise ValueError(
+            f"{name} must be symmetric (an undirected graph); max |W - W.T| = {asym.max():g}. "
+            "Symmetrize it first, e.g. (W + W.T) / 2 or W.maximum(W.T)."
+        )
+    M = M.tolil()
+    M.setdiag(0)
+    M = M.tocsr()
+    M.eliminate_zeros()
+    return M
+
+
+def laplacian(W: sp.spmatrix) -> sp.csr_matrix:
+    """Combinatorial Laplacian :math:`L = D - A`."""
+    d = np.asarray(W.sum(axis=1)).ravel()
+    return sp.csr_matrix(sp.diags(d) - W)
+
+
+def signed_laplacian(W: sp.spmatrix) -> sp.csr_matrix:
+    """Signed Laplacian of a graph whose edges are all negative: :math:`J = D + A`."""
+    d = np.asarray(W.sum(axis=1)).ravel()
+    return sp.csr_matrix(sp.diags(d) + W)
+
+
+def _labels_from_mask(mask: np.ndarray) -> np.ndarray:
+    """0/1 labels with vertex 0 always in cluster 0 (a canonical labelling)."""
+    mask = np.asarray(mask, dtype=bool)
+    return (mask != mask[0]).astype(np.int64)
+
+
+def cut_weight(W: Any, labels: Any) -> float:
+    """Total weight of the edges whose endpoints have different labels (0/1 or boolean)."""
+    A = W if sp.issparse(W) else sp.csr_matrix(np.asarray(W, dtype=np.float64))
+    x = np.asarray(labels).astype(bool).astype(np.float64)
+    return float(x @ (A @ (1.0 - x)))
+
+
+def cut_ratio(G: Any, H: Any, labels: Any) -> float:
+    r"""The constrained cut ratio :math:`w_G(S,\bar S) / w_H(S,\bar S)` of a 2-way labelling.
+
+    Returns ``inf`` when H has no edge across the cut (the ratio is undefined there).
+    """
+    Gm = as_graph(G, "G")
+    Hm = as_graph(H, "H", Gm.shape[0])
+    labels = np.asarray(labels)
+    if labels.shape != (Gm.shape[0],):
+        raise ValueError(f"labels must have shape ({Gm.shape[0]},), got {labels.shape}")
+    cg, ch = cut_weight(Gm, labels), cut_weight(Hm, labels)
+    return cg / ch if ch > 0 else float("inf")
+
+
+def sweep_cuts(W: sp.spmatrix, order: np.ndarray) -> np.ndarray:
+    """Cut weights of all prefixes ``S_k = order[:k]``, ``k = 1..n-1``, in O(m + n).
+
+    An edge ``(u, v)`` crosses ``S_k`` exactly when ``min(r_u, r_v) < k <= max(r_u, r_v)``,
+    with ``r`` the rank in ``order``; a difference array accumulates all edges at once.
+    """
+    n = W.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    C = sp.triu(W, k=1).tocoo()
+    lo = np.minimum(rank[C.row], rank[C.col])
+    hi = np.maximum(rank[C.row], rank[C.col])
+    diff = np.zeros(n + 1)
+    np.add.at(diff, lo + 1, C.data)
+    np.add.at(diff, hi + 1, -C.data)
+    return np.cumsum(diff)[1:n]
+
+
+def sweep(G: sp.spmatrix, H: sp.spmatrix, x: np.ndarray) -> tuple[np.ndarray, float]:
+    """Best prefix of the vertices sorted by ``x``: returns (boolean mask of S, its cut ratio)."""
+    order = np.argsort(x, kind="stable")
+    cg, ch = sweep_cuts(G, order), sweep_cuts(H, order)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(ch > 0, cg / np.where(ch > 0, ch, 1.0), np.inf)
+    k = int(np.argmin(ratios))
+    mask = np.zeros(G.shape[0], dtype=bool)
+    mask[order[: k + 1]] = True
+    return mask, float(ratios[k])
+
+
+def _use_dense(solver: Solver, n: int) -> bool:
+    if solver not in ("auto", "dense", "sparse"):
+        raise ValueError(f"solver must be 'auto', 'dense' or 'sparse', got {solver!r}")
+    return solver == "dense" or (solver == "auto" and n <= DENSE_MAX_N)
+
+
+def _v0(n: int, random_state: int | None) -> np.ndarray:
+    return np.random.default_rng(random_state).standard_normal(n)
+
+
+def signed_eigenpair(
+    G: sp.spmatrix,
+    H: sp.spmatrix,
+    *,
+    solver: Solver = "auto",
+    tol: float = 0.0,
+    random_state: int | None = 0,
+) -> tuple[float, np.ndarray]:
+    r"""Smallest eigenpair of :math:`(L_G + J_H)x = \lambda (D_G + D_H) x`.
+
+    Computed as :math:`\lambda = 1 - \mu_{\max}` of :math:`N = D^{-1/2}(A_G - A_H)D^{-1/2}`
+    and :math:`x = D^{-1/2} z`. Eigenvalues lie in [0, 2]. Needs every vertex to have an edge
+    in G or H.
+    """
+    d = np.asarray(G.sum(axis=1)).ravel() + np.asarray(H.sum(axis=1)).ravel()
+    if np.any(d <= 0):
+        raise ValueError("every vertex needs an edge in G or H for the signed Laplacian")
+    s = sp.diags(1.0 / np.sqrt(d))
+    N = sp.csr_matrix(s @ (G - H) @ s)
+    if _use_dense(solver, G.shape[0]):
+        w, V = sla.eigh(N.toarray(), subset_by_index=[G.shape[0] - 1, G.shape[0] - 1])
+        mu, z = float(w[0]), V[:, 0]
+    else:
+        w, V = spla.eigsh(N, k=1, which="LA", tol=tol, v0=_v0(G.shape[0], random_state))
+        mu, z = float(w[0]), V[:, 0]
+    return 1.0 - mu, z / np.sqrt(d)
+
+
+def cc_eigenpair(
+    G: sp.spmatrix,
+    H: sp.spmatrix,
+    *,
+    solver: Solver = "auto",
+    ridge: float = 1e-8,
+    tol: float = 0.0,
+    random_state: int | None = 0,
+) -> tuple[float, np.ndarray]:
+    r""":math:`\lambda = \min_{x \perp 1} x^\top L_G x / x^\top (L_H + \delta I) x` and its vector.
+
+    ``G`` must be connected (then the constant vector is the only null vector of :math:`L_G`
+    and the pencil's first eigenvector; the second is the answer). The ridge is
+    ``delta = ridge * mean weighted degree of H``; it can only lower the quotient, so the
+    returned :math:`\lambda` is a valid lower bound on :math:`\Phi_{G,H}`.
+    """
+    n = G.shape[0]
+    LG, LH = laplacian(G), laplacian(H)
+    delta = ridge * max(float(LH.diagonal().mean()), 1e-300)
+    B = sp.csr_matrix(LH + delta * sp.identity(n))
+    if _use_dense(solver, n):
+        w, V = sla.eigh(LG.toarray(), B.toarray(), subset_by_index=[0, 1])
+    else:
+        # Shift-invert about a small negative shift: L_G + s B is positive definite and sparse.
+        shift = -1e-6 * max(float(LG.diagonal().mean()), 1e-300) / max(float(LH.diagonal().mean()), 1e-300)
+        w, V = spla.eigsh(
+            LG, k=2, M=B, sigma=shift, which="LM", tol=tol, v0=_v0(n, random_state)
+        )
+        idx = np.argsort(w)
+        w, V = w[idx], V[:, idx]
+    return max(float(w[1]), 0.0), V[:, 1]
+
+
+@dataclass(frozen=True)
+class ConstrainedCut:
+    """Result of :func:`constrained_cut`."""
+
+    labels: np.ndarray
+    """0/1 cluster of each vertex (vertex 0 is in cluster 0); cluster 1 is S."""
+    ratio: float
+    """Cut ratio :math:`w_G(S,\\bar S)/w_H(S,\\bar S)` of the returned partition."""
+    eigenvalue: float
+    """The method's eigenvalue (signed: smallest of the signed pencil; cc: the CC quotient)."""
+    lower_bound: float | None
+    """The CC eigenvalue, a certified lower bound on the optimum (None if not computed)."""
+    embedding: np.ndarray
+    """The eigenvector the sweep ran over."""
+
+
+def constrained_cut(
+    G: Any,
+    H: Any,
+    *,
+    method: Method = "signed",
+    solver: Solver = "auto",
+    lower_bound: bool = True,
+    ridge: float = 1e-8,
+    tol: float = 0.0,
+    random_state: int | None = 0,
+) -> ConstrainedCut:
+    r"""Find :math:`S` with a small :math:`w_G(S,\bar S)/w_H(S,\bar S)`: eigenvector, then sweep.
+
+    Parameters
+    ----------
+    G, H
+        Symmetric non-negative adjacency matrices (dense or scipy.sparse) on the same vertices:
+        G the similarity graph, H the cannot-link (constraint) graph. H needs at least one edge.
+    method
+        ``"signed"`` (the signed-Laplacian algorithm) or ``"cc"`` (generalized eigenproblem).
+    solver
+        ``"dense"`` (LAPACK), ``"sparse"`` (ARPACK) or ``"auto"`` (dense up to
+        :data:`DENSE_MAX_N` vertices).
+    lower_bound
+        Also compute the CC eigenvalue as a certificate :math:`\lambda \le \Phi_{G,H}` (free for
+        ``method="cc"``, one more eigensolve for ``"signed"``).
+    ridge
+        Relative ridge on :math:`L_H` for the CC pencil (must be > 0).
+    tol
+        ARPACK tolerance (0 = machine precision).
+    random_state
+        Seeds ARPACK's start vector (results are deterministic for a given value).
+
+    Notes
+    -----
+    If G is disconnected, a connected component of G with H-edges leaving it has cut ratio 0,
+    the optimum; it is returned directly (eigenvalue and bound 0). If no component has an H-edge
+    leaving it, the problem splits into independent components and a ``ValueError`` says so.
+    """
+    if method not in ("signed", "cc"):
+        raise ValueError(f"method must be 'signed' or 'cc', got {method!r}")
+    if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge > 0):
+        raise ValueError(f"ridge must be a positive finite number, got {ridge!r}")
+    _use_dense(solver, 2)  # validates the name
+    Gm = as_graph(G, "G")
+    n = Gm.shape[0]
+    Hm = as_graph(H, "H", n)
+    if Hm.nnz == 0:
+        raise ValueError("H has no edges: every cut ratio w_G/w_H is undefined (division by zero)")
+    ncomp, comp = connected_components(Gm, directed=False)
+    if ncomp > 1:
+        cuts = [cut_weight(Hm, comp == c) for c in range(ncomp)]
+        best = int(np.argmax(cuts))
+        if cuts[best] <= 0:
+            raise ValueError(
+                f"G has {ncomp} connected components and H has no edge between them: the "
+                "problem separates; cluster each component of G on its own"
+            )
+        mask = comp == best
+        return ConstrainedCut(_labels_from_mask(mask), 0.0, 0.0, 0.0, mask.astype(np.float64))
+    if method == "signed":
+        eigenvalue, x = signed_eigenpair(Gm, Hm, solver=solver, tol=tol, random_state=random_state)
+        bound = (
+            cc_eigenpair(Gm, Hm, solver=solver, ridge=ridge, tol=tol, random_state=random_state)[0]
+            if lower_bound
+            else None
+        )
+    else:
+        eigenvalue, x = cc_eigenpair(
+            Gm, Hm, solver=solver, ridge=ridge, tol=tol, random_state=random_state
+        )
+        bound = eigenvalue if lower_bound else None
+    mask, ratio = sweep(Gm, Hm, x)
+    return ConstrainedCut(_labels_from_mask(mask), ratio, eigenvalue, bound, x)

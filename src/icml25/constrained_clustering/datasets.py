@@ -1,0 +1,97 @@
+"""Generated constrained-clustering instances, and G/H graphs built from a labelled data set."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.neighbors import kneighbors_graph
+
+
+def _symmetric_bernoulli(P: np.ndarray, rng: np.random.Generator) -> sp.csr_matrix:
+    upper = np.triu(rng.random(P.shape) < P, k=1)
+    A = upper | upper.T
+    return sp.csr_matrix(A.astype(np.float64))
+
+
+def random_instance(n: int, rng: np.random.Generator, p_g: float = 0.4, p_h: float = 0.3):  # type: ignore[no-untyped-def]
+    """A small random instance for brute-force checks: Erdős–Rényi G and H with weights in
+    (0.5, 1.5]; G is redrawn until connected, H until it has an edge."""
+    from scipy.sparse.csgraph import connected_components
+
+    while True:
+        G = _symmetric_bernoulli(np.full((n, n), p_g), rng)
+        H = _symmetric_bernoulli(np.full((n, n), p_h), rng)
+        if connected_components(G, directed=False)[0] == 1 and H.nnz:
+            break
+    for M in (G, H):
+        W = np.triu(rng.uniform(0.5, 1.5, (n, n)), 1)
+        M.data *= (W + W.T)[M.nonzero()]
+    return G, H
+
+
+def four_block_sbm(
+    rng: np.random.Generator,
+    block: int = 60,
+    p_in: float = 0.3,
+    p_pair: float = 0.03,
+    p_side: float = 0.02,
+    p_far: float = 0.005,
+    p_cannot: float = 0.05,
+) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """The hard instance where spectral clustering on G alone fails.
+
+    Blocks A1, A2, B1, B2. G: ``p_in`` inside a block, ``p_pair`` for A1-B1 and A2-B2,
+    ``p_side`` for A1-A2 and B1-B2, ``p_far`` for A1-B2 and A2-B1, so G's sparsest cut is
+    {A1, B1} | {A2, B2}. H: cannot-links between side A and side B with probability
+    ``p_cannot``. Returns ``(G, H, truth)`` with truth 0 for side A, 1 for side B.
+    """
+    # block order: A1, A2, B1, B2
+    P4 = np.array(
+        [
+            [p_in, p_side, p_pair, p_far],
+            [p_side, p_in, p_far, p_pair],
+            [p_pair, p_far, p_in, p_side],
+            [p_far, p_pair, p_side, p_in],
+        ]
+    )
+    z = np.repeat(np.arange(4), block)
+    G = _symmetric_bernoulli(P4[z][:, z], rng)
+    side = (z >= 2).astype(np.int64)
+    H = _symmetric_bernoulli(np.where(side[:, None] != side[None, :], p_cannot, 0.0), rng)
+    return G, H, side
+
+
+def knn_graph(X: np.ndarray, k: int = 10) -> sp.csr_matrix:
+    """Symmetrised unweighted k-nearest-neighbour graph of the rows of X."""
+    A = kneighbors_graph(X, n_neighbors=k, mode="connectivity", include_self=False)
+    return sp.csr_matrix(A.maximum(A.T))
+
+
+def cannot_links(
+    groups: Sequence[int] | np.ndarray, n_links: int, rng: np.random.Generator
+) -> sp.csr_matrix:
+    """``n_links`` random cannot-link edges between vertices of different ``groups`` (labels)."""
+    g = np.asarray(groups)
+    n = len(g)
+    rows, cols = [], []
+    while len(rows) < n_links:
+        i, j = rng.integers(0, n, size=2)
+        if g[i] != g[j]:
+            rows.append(i)
+            cols.append(j)
+    H = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
+    H = H.maximum(H.T)
+    H.data[:] = 1.0
+    return sp.csr_matrix(H)
+
+
+def geometric_instance(
+    n: int, rng: np.random.Generator, k: int = 10, links_per_vertex: float = 1.0
+) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """A large sparse instance: kNN graph of n uniform points in the unit square, with
+    cannot-links between the left and right halves. Returns ``(G, H, side)``."""
+    X = rng.random((n, 2))
+    side = (X[:, 0] > 0.5).astype(np.int64)
+    return knn_graph(X, k), cannot_links(side, int(links_per_vertex * n), rng), side

@@ -1,0 +1,1 @@
+"""What every method shares and nothing paper-specific."""

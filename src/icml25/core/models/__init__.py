@@ -1,0 +1,6 @@
+"""Small shared models and a plain training loop with checkpoint/resume."""
+
+from icml25.core.models.mlp import MLP
+from icml25.core.models.train import TrainConfig, train
+
+__all__ = ["MLP", "TrainConfig", "train"]

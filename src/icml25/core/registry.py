@@ -1,0 +1,80 @@
+"""One ``register(...)`` call per method; the CLI and the shared tests read this registry.
+
+A method registers light metadata from its package ``__init__``; its experiment module (named
+by ``Method.module``) is imported only when a reproduction runs, so importing the library never
+imports experiment code. That module must define
+
+``CLAIMS``
+    a tuple of :class:`~icml25.core.claims.Claim`, fixed before anything runs, and
+``reproduce(ctx: RunContext) -> dict[str, float | Sequence[float] | Measurement]``
+    which measures one value (or one per seed) for each claim id.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, cast
+
+from icml25.core.claims import Claim, Measurement
+
+Measured = Mapping[str, "float | Sequence[float] | Measurement"]
+
+
+@dataclass(frozen=True)
+class Method:
+    slug: str
+    title: str
+    authors: str
+    venue: str
+    url: str
+    summary: str
+    quick_seconds: float
+    module: str
+
+    def load(self) -> ModuleType:
+        mod = importlib.import_module(self.module)
+        for attr in ("CLAIMS", "reproduce"):
+            if not hasattr(mod, attr):
+                raise TypeError(f"{self.module} must define {attr} (see icml25.core.registry)")
+        claims = mod.CLAIMS
+        ids = [c.id for c in claims]
+        if len(set(ids)) != len(ids) or not all(isinstance(c, Claim) for c in claims):
+            raise TypeError(f"{self.module}.CLAIMS must be Claims with unique ids, got {ids}")
+        return mod
+
+    def claims(self) -> tuple[Claim, ...]:
+        return cast(tuple[Claim, ...], tuple(self.load().CLAIMS))
+
+    def reproducer(self) -> Callable[[Any], Measured]:
+        return cast(Callable[[Any], Measured], self.load().reproduce)
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(
+    *,
+    slug: str,
+    title: str,
+    authors: str,
+    venue: str,
+    url: str,
+    summary: str,
+    quick_seconds: float,
+    module: str,
+) -> Method:
+    """Register a method under ``slug`` (idempotent for the same metadata)."""
+    method = Method(slug, title, authors, venue, url, summary, quick_seconds, module)
+    existing = _REGISTRY.get(slug)
+    if existing is not None and existing != method:
+        raise ValueError(f"method slug {slug!r} is already registered with other metadata")
+    _REGISTRY[slug] = method
+    return method
+
+
+def registered() -> dict[str, Method]:
+    """The methods registered so far, by slug (``icml25.methods.load_all`` imports them all)."""
+    return dict(sorted(_REGISTRY.items()))

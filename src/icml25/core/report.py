@@ -1,0 +1,185 @@
+"""``results.json`` (the contract other tools read), ``report.md`` and the terminal table.
+
+``results.json``::
+
+    {"schema": 1, "created": ISO time, "command": str, "environment": {...},
+     "methods": [{"method", "paper", "budget", "seeds", "wall_s",
+                  "claims": [{"id", "statement", "where", "metric", "paper_value",
+                              "measured": {"mean", "std", "n", "values"} | null,
+                              "rule", "verdict"}],
+                  "figures": [paths relative to the report folder], "notes": [str],
+                  "error": traceback | null}]}
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from icml25.core.claims import VERDICTS, Measurement
+
+SCHEMA = 1
+_PACKAGES = ("icml25", "numpy", "scipy", "torch", "scikit-learn", "matplotlib", "rich")
+
+
+def environment() -> dict[str, Any]:
+    """Package versions, Python, platform and the git commit of the source tree (if any)."""
+    versions: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    commit = None
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+        if out.returncode == 0:
+            commit = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": versions,
+        "git_commit": commit,
+    }
+
+
+def build_results(methods: list[dict[str, Any]], command: str) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "environment": environment(),
+        "methods": methods,
+    }
+
+
+def write_results(results: dict[str, Any], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "results.json"
+    path.write_text(json.dumps(results, indent=2))
+    return path
+
+
+def load_results(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / "results.json" if out_dir.is_dir() else out_dir
+    if not path.exists():
+        raise FileNotFoundError(f"no results.json in {out_dir} (run `icml25 reproduce` first)")
+    results: dict[str, Any] = json.loads(path.read_text())
+    if results.get("schema") != SCHEMA or "methods" not in results:
+        raise ValueError(f"{path} is not an icml25 results file (schema {SCHEMA})")
+    return results
+
+
+def measured_text(measured: dict[str, Any] | None) -> str:
+    return "—" if measured is None else str(Measurement.from_json(measured))
+
+
+def claim_rows(results: dict[str, Any]) -> list[list[str]]:
+    """One row per claim: method, claim id, paper's value, measured, rule, verdict."""
+    rows = []
+    for m in results["methods"]:
+        if m.get("error") and not m["claims"]:
+            rows.append([m["method"], "—", "—", "—", "crashed before measuring", "error"])
+        for c in m["claims"]:
+            paper = "—" if c["paper_value"] is None else str(c["paper_value"])
+            rows.append(
+                [m["method"], c["id"], paper, measured_text(c["measured"]), c["rule"], c["verdict"]]
+            )
+    return rows
+
+
+def verdict_counts(results: dict[str, Any]) -> Counter[str]:
+    return Counter(c["verdict"] for m in results["methods"] for c in m["claims"])
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    env = results["environment"]
+    lines = [
+        "# icml25 reproduction report",
+        "",
+        f"- Command: `{results['command']}`",
+        f"- Created: {results['created']}",
+        f"- Commit: {env.get('git_commit') or 'not a git checkout'}",
+        f"- Python {env['python']} on {env['platform']}; "
+        + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v),
+        "",
+    ]
+    counts = verdict_counts(results)
+    order = [*VERDICTS, "error"]
+    lines += ["**Verdicts:** " + ", ".join(f"{counts[v]} {v}" for v in order if counts[v]), ""]
+    lines += [
+        "| method | claim | paper | measured | rule | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in claim_rows(results)]
+    for m in results["methods"]:
+        paper = m["paper"]
+        lines += [
+            "",
+            f"## {m['method']}: {paper['title']}",
+            "",
+            f"{paper['authors']}. *{paper['venue']}*. {paper['url']}",
+            "",
+            f"Budget `{m['budget']}`, seeds {m['seeds']}, {m['wall_s']:.1f} s.",
+            "",
+        ]
+        for c in m["claims"]:
+            lines.append(
+                f"- **{c['id']}** ({c['where']}): {c['statement']} — measured "
+                f"{c['metric']}: {measured_text(c['measured'])}; rule {c['rule']} → "
+                f"**{c['verdict']}**."
+            )
+        if m.get("notes"):
+            lines += ["", *m["notes"]]
+        for fig in m.get("figures", []):
+            lines += ["", f"![{Path(fig).stem}]({fig})"]
+        if m.get("error"):
+            lines += ["", "The run crashed:", "", "```", m["error"].rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(results: dict[str, Any], out_dir: Path) -> Path:
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(results))
+    return path
+
+
+def print_table(results: dict[str, Any], console: Any = None) -> None:
+    """The claims table in the terminal (rich)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title="icml25 claims", show_lines=False)
+    for col in ("method", "claim", "paper", "measured", "rule", "verdict"):
+        table.add_column(col, overflow="fold")
+    style = {
+        "reproduced": "green",
+        "partial": "yellow",
+        "not reproduced": "red",
+        "out of scale": "dim",
+        "error": "bold red",
+    }
+    for row in claim_rows(results):
+        table.add_row(*row[:-1], f"[{style.get(row[-1], '')}]{row[-1]}[/]")
+    console.print(table)

@@ -1,0 +1,126 @@
+"""Run a method's reproduction: time it, catch its crash, judge its claims, save for resume."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from icml25.core.claims import Measurement
+from icml25.core.registry import Method
+
+Budget = Literal["tiny", "quick", "full"]
+BUDGETS: tuple[Budget, ...] = ("tiny", "quick", "full")
+"""``tiny`` is for smoke tests (seconds, numbers meaningless); ``quick`` is the main job
+(one to three minutes per method on 2 cores); ``full`` is the longer run (at most ~15 min)."""
+
+
+@dataclass
+class RunContext:
+    """What a reproduction receives: its budget, seeds, figure folder and a progress callback."""
+
+    budget: Budget
+    seeds: tuple[int, ...]
+    out_dir: Path
+    progress: Callable[[str], None] = lambda _msg: None
+    figures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def save_figure(self, fig: Any, name: str) -> Path:
+        """Save a matplotlib figure as ``<out_dir>/<name>.png`` and close it."""
+        import matplotlib.pyplot as plt
+
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        path = self.out_dir / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures.append(f"{self.out_dir.name}/{path.name}")
+        return path
+
+    def note(self, text: str) -> None:
+        """A line for the report (a per-instance table, a caveat measured during the run)."""
+        self.notes.append(text)
+
+
+def run_method(
+    method: Method,
+    *,
+    budget: Budget,
+    seeds: Sequence[int],
+    out_dir: Path,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> dict[str, Any]:
+    """Run one reproduction and return its entry of ``results.json`` (never raises for a crash)."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
+    seeds = tuple(int(s) for s in seeds)
+    ctx = RunContext(budget=budget, seeds=seeds, out_dir=out_dir / method.slug, progress=progress)
+    entry: dict[str, Any] = {
+        "method": method.slug,
+        "paper": {
+            "title": method.title,
+            "authors": method.authors,
+            "venue": method.venue,
+            "url": method.url,
+        },
+        "budget": budget,
+        "seeds": list(seeds),
+    }
+    start = time.perf_counter()
+    measured: dict[str, Measurement] = {}
+    error: str | None = None
+    claims = ()
+    try:
+        claims = method.claims()
+        raw = method.reproducer()(ctx)
+        unknown = set(raw) - {c.id for c in claims}
+        if unknown:
+            raise KeyError(f"reproduce() returned values for unknown claims: {sorted(unknown)}")
+        measured = {k: Measurement.of(v) for k, v in raw.items()}
+    except KeyboardInterrupt:
+        raise
+    except Exception:
+        error = traceback.format_exc()
+    entry["wall_s"] = round(time.perf_counter() - start, 2)
+    entry["claims"] = [
+        {
+            "id": c.id,
+            "statement": c.statement,
+            "where": c.where,
+            "metric": c.metric,
+            "paper_value": c.paper_value,
+            "measured": measured[c.id].to_json() if c.id in measured else None,
+            "rule": c.rule_text(),
+            "verdict": "error" if error else c.judge(measured.get(c.id)),
+        }
+        for c in claims
+    ]
+    entry["figures"] = list(ctx.figures)
+    entry["notes"] = list(ctx.notes)
+    entry["error"] = error
+    return entry
+
+
+def saved_entry(out_dir: Path, slug: str, budget: str, seeds: Sequence[int]) -> dict[str, Any] | None:
+    """A finished, crash-free entry saved by an earlier (interrupted) run with the same settings."""
+    path = out_dir / slug / "result.json"
+    if not path.exists():
+        return None
+    try:
+        entry: dict[str, Any] = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    same = entry.get("budget") == budget and entry.get("seeds") == list(seeds)
+    return entry if same and not entry.get("error") else None
+
+
+def save_entry(out_dir: Path, entry: dict[str, Any]) -> None:
+    folder = out_dir / entry["method"]
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "result.json.tmp"
+    tmp.write_text(json.dumps(entry, indent=2))
+    tmp.replace(folder / "result.json")

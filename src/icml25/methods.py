@@ -1,0 +1,23 @@
+"""The list of method packages; importing one registers it (``core`` never imports a method)."""
+
+from __future__ import annotations
+
+import importlib
+
+from icml25.core.registry import Method, registered
+
+METHOD_PACKAGES: tuple[str, ...] = ("icml25.constrained_clustering",)
+
+
+def load_all() -> dict[str, Method]:
+    """Import every method package and return the registry by slug."""
+    for name in METHOD_PACKAGES:
+        importlib.import_module(name)
+    return registered()
+
+
+def get(slug: str) -> Method:
+    methods = load_all()
+    if slug not in methods:
+        raise KeyError(f"unknown method {slug!r}; known: {', '.join(methods) or 'none'}")
+    return methods[slug]
