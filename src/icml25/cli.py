@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         default="quick",
         help="quick (default, 1-3 min per method), full (up to ~15 min), tiny (smoke test only)",
     )
-    r.add_argument("--seeds", type=_seeds, default=(0, 1, 2), help="comma-separated (default 0,1,2)")
+    r.add_argument(
+        "--seeds", type=_seeds, default=(0, 1, 2), help="comma-separated (default 0,1,2)"
+    )
     r.add_argument("--out", type=Path, default=None, help="report folder (default runs/<time>/)")
     r.add_argument(
         "--fresh",
@@ -61,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress(quiet: bool):  # type: ignore[no-untyped-def]
+def _progress(quiet: bool) -> Callable[[str], None]:
     """A progress callback: a rich status line on a terminal, plain lines otherwise."""
     if sys.stderr.isatty() and not quiet:
         from rich.console import Console
@@ -71,8 +73,11 @@ def _progress(quiet: bool):  # type: ignore[no-untyped-def]
     return lambda msg: print(msg, file=sys.stderr, flush=True)
 
 
+def _prefixed(say: Callable[[str], None], slug: str) -> Callable[[str], None]:
+    return lambda msg: say(f"  {slug}: {msg}")
+
+
 def cmd_list() -> int:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="icml25 methods")
@@ -80,7 +85,7 @@ def cmd_list() -> int:
         table.add_column(col, overflow="fold")
     for slug, m in load_all().items():
         table.add_row(slug, f"{m.title} ({m.venue})", m.summary, f"~{m.quick_seconds:.0f} s")
-    Console().print(table)
+    rep.wide_console().print(table)
     return 0
 
 
@@ -111,7 +116,7 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     budget=args.budget,
                     seeds=args.seeds,
                     out_dir=out,
-                    progress=lambda msg, s=m.slug: say(f"  {s}: {msg}"),
+                    progress=_prefixed(say, m.slug),
                 )
                 save_entry(out, entry)
                 status = "crashed" if entry["error"] else "done"

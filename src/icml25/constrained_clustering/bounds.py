@@ -90,7 +90,7 @@ def signed_threshold_sweep(
 
 
 def signed_cheeger_constant(G: Any, H: Any) -> float:
-    r"""Exact :math:`h = \min_{y \in \{-1,0,1\}^n \setminus 0} \beta(y)` by enumeration (n <= 11)."""
+    r"""Exact :math:`h = \min_{y \in \{-1,0,1\}^n, y \ne 0} \beta(y)`, enumerating (n <= 11)."""
     Gm = as_graph(G, "G")
     Hm = as_graph(H, "H", Gm.shape[0])
     n = Gm.shape[0]
@@ -100,7 +100,10 @@ def signed_cheeger_constant(G: Any, H: Any) -> float:
     d = np.asarray(Gm.sum(axis=1)).ravel() + np.asarray(Hm.sum(axis=1)).ravel()
     Y = np.array(list(itertools.product((-1.0, 0.0, 1.0), repeat=n)))
     Y = Y[np.any(Y != 0, axis=1)]
-    num = np.abs(Y[:, Cg.row] - Y[:, Cg.col]) @ Cg.data + np.abs(Y[:, Ch.row] + Y[:, Ch.col]) @ Ch.data
+    num = (
+        np.abs(Y[:, Cg.row] - Y[:, Cg.col]) @ Cg.data
+        + np.abs(Y[:, Ch.row] + Y[:, Ch.col]) @ Ch.data
+    )
     den = np.abs(Y) @ d
     with np.errstate(divide="ignore", invalid="ignore"):
         beta = np.where(den > 0, num / np.where(den > 0, den, 1), np.inf)

@@ -75,12 +75,13 @@ def cannot_links(
     """``n_links`` random cannot-link edges between vertices of different ``groups`` (labels)."""
     g = np.asarray(groups)
     n = len(g)
-    rows, cols = [], []
+    rows: list[int] = []
+    cols: list[int] = []
     while len(rows) < n_links:
         i, j = rng.integers(0, n, size=2)
         if g[i] != g[j]:
-            rows.append(i)
-            cols.append(j)
+            rows.append(int(i))
+            cols.append(int(j))
     H = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n)).tocsr()
     H = H.maximum(H.T)
     H.data[:] = 1.0

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from icml25.constrained_clustering.algorithm import Method, Solver, constrained_cut
 
 
-class ConstrainedSpectralClustering(ClusterMixin, BaseEstimator):  # type: ignore[misc]
+class ConstrainedSpectralClustering(ClusterMixin, BaseEstimator):
     r"""Two-way constrained spectral clustering of a graph G under cannot-link graph H.
 
     Minimises :math:`w_G(S,\bar S)/w_H(S,\bar S)` approximately: the smallest eigenvector of
@@ -93,6 +93,6 @@ class ConstrainedSpectralClustering(ClusterMixin, BaseEstimator):  # type: ignor
         self.embedding_ = result.embedding
         return self
 
-    def fit_predict(self, G: Any, H: Any) -> np.ndarray:  # type: ignore[override]
+    def fit_predict(self, G: Any, H: Any) -> np.ndarray:
         """Fit and return ``labels_``."""
         return self.fit(G, H).labels_

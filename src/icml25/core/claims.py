@@ -104,8 +104,10 @@ class Rule:
         if not math.isfinite(self.threshold):
             raise ValueError(f"Rule.threshold must be finite, got {self.threshold!r}")
         if self.partial is not None:
-            looser = self.partial <= self.threshold if self.op in (">=", ">") else (
-                self.partial >= self.threshold
+            looser = (
+                self.partial <= self.threshold
+                if self.op in (">=", ">")
+                else (self.partial >= self.threshold)
             )
             if not looser:
                 raise ValueError(
@@ -172,4 +174,6 @@ class Claim:
         return self.rule.verdict(measured)
 
     def rule_text(self) -> str:
-        return self.rule.describe() if self.rule is not None else f"out of scale: {self.out_of_scale}"
+        return (
+            self.rule.describe() if self.rule is not None else f"out of scale: {self.out_of_scale}"
+        )

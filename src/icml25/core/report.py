@@ -164,12 +164,19 @@ def write_report(results: dict[str, Any], out_dir: Path) -> Path:
     return path
 
 
+def wide_console() -> Any:
+    """A rich Console; on a pipe or log file, 160 columns instead of squeezing into 80."""
+    from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
 def print_table(results: dict[str, Any], console: Any = None) -> None:
     """The claims table in the terminal (rich)."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or wide_console()
     table = Table(title="icml25 claims", show_lines=False)
     for col in ("method", "claim", "paper", "measured", "rule", "verdict"):
         table.add_column(col, overflow="fold")

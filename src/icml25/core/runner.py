@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.core.claims import Measurement
+from icml25.core.claims import Claim, Measurement
 from icml25.core.registry import Method
 
 Budget = Literal["tiny", "quick", "full"]
@@ -73,7 +73,7 @@ def run_method(
     start = time.perf_counter()
     measured: dict[str, Measurement] = {}
     error: str | None = None
-    claims = ()
+    claims: tuple[Claim, ...] = ()
     try:
         claims = method.claims()
         raw = method.reproducer()(ctx)
@@ -105,7 +105,9 @@ def run_method(
     return entry
 
 
-def saved_entry(out_dir: Path, slug: str, budget: str, seeds: Sequence[int]) -> dict[str, Any] | None:
+def saved_entry(
+    out_dir: Path, slug: str, budget: str, seeds: Sequence[int]
+) -> dict[str, Any] | None:
     """A finished, crash-free entry saved by an earlier (interrupted) run with the same settings."""
     path = out_dir / slug / "result.json"
     if not path.exists():

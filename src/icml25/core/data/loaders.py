@@ -12,7 +12,14 @@ FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 """Where Debian's ``dataset-fashion-mnist`` package puts the IDX files."""
 
 _SKLEARN = ("digits", "iris", "wine", "breast_cancer", "diabetes")
-_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_DTYPES: dict[int, str] = {
+    0x08: "u1",
+    0x09: "i1",
+    0x0B: ">i2",
+    0x0C: ">i4",
+    0x0D: ">f4",
+    0x0E: ">f8",
+}
 
 
 def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:

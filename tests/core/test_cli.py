@@ -1,0 +1,65 @@
+"""The command line as a user runs it (subprocess)."""
+
+import json
+import subprocess
+import sys
+
+
+def _run(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "icml25", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+def test_list_shows_methods():
+    out = _run("list")
+    assert out.returncode == 0, out.stderr
+    assert "constrained_clustering" in out.stdout
+
+
+def test_reproduce_report_and_resume(tmp_path):
+    out_dir = tmp_path / "run"
+    r = _run(
+        "reproduce",
+        "constrained_clustering",
+        "--budget",
+        "tiny",
+        "--seeds",
+        "0",
+        "--out",
+        str(out_dir),
+    )
+    assert r.returncode == 0, r.stderr
+    results = json.loads((out_dir / "results.json").read_text())
+    assert results["command"].startswith("icml25 reproduce constrained_clustering")
+    assert (out_dir / "report.md").exists()
+    # resume: a second run with the same settings reuses the finished method
+    r2 = _run(
+        "reproduce",
+        "constrained_clustering",
+        "--budget",
+        "tiny",
+        "--seeds",
+        "0",
+        "--out",
+        str(out_dir),
+    )
+    assert r2.returncode == 0 and "reusing" in r2.stderr
+    # report rebuilds report.md from results.json alone
+    (out_dir / "report.md").unlink()
+    r3 = _run("report", str(out_dir))
+    assert r3.returncode == 0, r3.stderr
+    assert "constrained_clustering" in (out_dir / "report.md").read_text()
+
+
+def test_bad_arguments_are_clear(tmp_path):
+    r = _run("reproduce", "no_such_method", "--out", str(tmp_path))
+    assert r.returncode == 2 and "unknown method" in r.stderr
+    r = _run("reproduce", "--seeds", "a,b")
+    assert r.returncode == 2 and "--seeds" in r.stderr
+    r = _run("report", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no results.json" in r.stderr

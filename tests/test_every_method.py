@@ -1,0 +1,50 @@
+"""Every registered method through the same checks (a new method gets these for free)."""
+
+import json
+
+import pytest
+
+from icml25.core import report as rep
+from icml25.core.claims import VERDICTS
+from icml25.core.runner import run_method
+from icml25.methods import load_all
+
+METHODS = load_all()
+
+
+@pytest.mark.parametrize("slug", sorted(METHODS))
+def test_tiny_reproduction_writes_valid_results(slug, tmp_path):
+    m = METHODS[slug]
+    claims = m.claims()
+    assert claims, f"{slug} declares no claims"
+    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert entry["error"] is None, entry["error"]
+    results = rep.build_results([entry], f"icml25 reproduce {slug} --budget tiny")
+    rep.write_results(results, tmp_path)
+    loaded = rep.load_results(tmp_path)
+    (e,) = loaded["methods"]
+    assert [c["id"] for c in e["claims"]] == [c.id for c in claims]
+    for c in e["claims"]:
+        assert c["verdict"] in VERDICTS
+        assert (c["measured"] is None) == (c["verdict"] == "out of scale")
+    for fig in e["figures"]:
+        assert (tmp_path / fig).stat().st_size > 0
+    json.dumps(loaded)  # strictly JSON
+
+
+@pytest.mark.parametrize("slug", sorted(METHODS))
+def test_same_seed_same_numbers(slug, tmp_path):
+    m = METHODS[slug]
+    a = run_method(m, budget="tiny", seeds=[1], out_dir=tmp_path / "a")
+    b = run_method(m, budget="tiny", seeds=[1], out_dir=tmp_path / "b")
+    strip = lambda e: [  # noqa: E731 - timings differ between runs by nature
+        (c["id"], c["measured"]) for c in e["claims"] if "speed" not in c["id"]
+    ]
+    assert strip(a) == strip(b)
+
+
+@pytest.mark.parametrize("slug", sorted(METHODS))
+def test_metadata_complete(slug):
+    m = METHODS[slug]
+    assert m.title and m.authors and "2025" in m.venue and m.url.startswith("http")
+    assert m.quick_seconds > 0
