@@ -13,8 +13,10 @@ from icml25.constrained_clustering import (
     ConstrainedSpectralClustering,
     brute_force,
     cc_eigenpair,
+    conductance,
     constrained_cut,
     cut_ratio,
+    generalized_cheeger_bound,
     laplacian,
     signed_cheeger_constant,
     signed_eigenpair,
@@ -57,6 +59,30 @@ def test_brute_force_matches_itertools():
         if ch > 0:
             best = min(best, _naive_cut(Gd, mask) / ch)
     assert brute_force(G, H)[1] == pytest.approx(best)
+
+
+def test_conductance_matches_itertools():
+    G, _ = random_instance(8, np.random.default_rng(6))
+    Gd = G.toarray()
+    d = Gd.sum(1)
+    best = np.inf
+    for bits in itertools.product([False, True], repeat=8):
+        mask = np.array(bits)
+        if mask.all() or not mask.any():
+            continue
+        best = min(best, _naive_cut(Gd, mask) / min(d[mask].sum(), d[~mask].sum()))
+    assert conductance(G) == pytest.approx(best)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, n=st.integers(5, 11))
+def test_generalized_cheeger_upper_bound_met_by_cc_sweep(seed, n):
+    """Koutis-Miller-Peng: the CC sweep cut has ratio <= 8 lambda / phi(G)."""
+    G, H = random_instance(n, np.random.default_rng(seed))
+    r = constrained_cut(G, H, method="cc")
+    _, phi = brute_force(G, H)
+    assert phi <= r.ratio * (1 + 1e-9)
+    assert r.ratio <= generalized_cheeger_bound(r.eigenvalue, conductance(G)) * (1 + 1e-9)
 
 
 @settings(max_examples=25, deadline=None)

@@ -17,6 +17,8 @@ from icml25.constrained_clustering.algorithm import (
 )
 from icml25.constrained_clustering.bounds import (
     brute_force,
+    conductance,
+    generalized_cheeger_bound,
     signed_bipartiteness,
     signed_cheeger_constant,
     signed_threshold_sweep,
@@ -29,8 +31,10 @@ __all__ = [
     "ConstrainedSpectralClustering",
     "brute_force",
     "cc_eigenpair",
+    "conductance",
     "constrained_cut",
     "cut_ratio",
+    "generalized_cheeger_bound",
     "laplacian",
     "signed_bipartiteness",
     "signed_cheeger_constant",
