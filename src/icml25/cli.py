@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="exit non-zero on 'not reproduced' too")
     g = sub.add_parser("report", help="rebuild report.md from DIR/results.json without re-running")
     g.add_argument("dir", type=Path)
+    g.add_argument(
+        "--publish",
+        action="store_true",
+        help="also write ./REPRODUCTION.md and ./docs/reproduction/ (figures, results.json)",
+    )
     return p
 
 
@@ -149,6 +154,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     path = rep.write_report(results, args.dir)
     rep.print_table(results)
     print(f"report: {path}")
+    if args.publish:
+        print(f"published: {rep.publish(results, args.dir, Path.cwd())}")
     return 0
 
 

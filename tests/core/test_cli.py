@@ -54,6 +54,15 @@ def test_reproduce_report_and_resume(tmp_path):
     r3 = _run("report", str(out_dir))
     assert r3.returncode == 0, r3.stderr
     assert "constrained_clustering" in (out_dir / "report.md").read_text()
+    # --publish writes REPRODUCTION.md with figures copied beside it
+    pub = tmp_path / "repo"
+    pub.mkdir()
+    r4 = _run("report", str(out_dir), "--publish", cwd=pub)
+    assert r4.returncode == 0, r4.stderr
+    text = (pub / "REPRODUCTION.md").read_text()
+    assert "docs/reproduction/constrained_clustering/" in text
+    for fig in results["methods"][0]["figures"]:
+        assert (pub / "docs" / "reproduction" / fig).exists()
 
 
 def test_bad_arguments_are_clear(tmp_path):

@@ -154,6 +154,37 @@ def render_markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
+    """Write ``root/REPRODUCTION.md`` from a finished run, with its figures and results.json
+    copied to ``root/docs/reproduction/`` (the repository's record of the latest full run)."""
+    import shutil
+
+    docs = root / "docs" / "reproduction"
+    if docs.exists():
+        shutil.rmtree(docs)
+    docs.mkdir(parents=True)
+    for m in results["methods"]:
+        for fig in m.get("figures", []):
+            (docs / fig).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(run_dir / fig, docs / fig)
+    (docs / "results.json").write_text(json.dumps(results, indent=2))
+    body = render_markdown(results).split("\n", 1)[1]
+    for m in results["methods"]:
+        for fig in m.get("figures", []):
+            body = body.replace(f"]({fig})", f"](docs/reproduction/{fig})")
+    env = results["environment"]
+    head = (
+        "# Reproduction results\n\n"
+        f"The latest full run, made with `{results['command']}` at commit "
+        f"`{env.get('git_commit')}` on {env['platform']}, and published with "
+        f"`icml25 report {run_dir} --publish`. Its results.json is kept in "
+        "[docs/reproduction/results.json](docs/reproduction/results.json).\n"
+    )
+    path = root / "REPRODUCTION.md"
+    path.write_text(head + body)
+    return path
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
