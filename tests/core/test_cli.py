@@ -23,31 +23,14 @@ def test_list_shows_methods():
 
 def test_reproduce_report_and_resume(tmp_path):
     out_dir = tmp_path / "run"
-    r = _run(
-        "reproduce",
-        "constrained_clustering",
-        "--budget",
-        "tiny",
-        "--seeds",
-        "0",
-        "--out",
-        str(out_dir),
-    )
+    args = ("reproduce", "constrained_clustering", "--budget", "tiny", "--seeds", "0")
+    r = _run(*args, "--out", str(out_dir))
     assert r.returncode == 0, r.stderr
     results = json.loads((out_dir / "results.json").read_text())
     assert results["command"].startswith("icml25 reproduce constrained_clustering")
     assert (out_dir / "report.md").exists()
     # resume: a second run with the same settings reuses the finished method
-    r2 = _run(
-        "reproduce",
-        "constrained_clustering",
-        "--budget",
-        "tiny",
-        "--seeds",
-        "0",
-        "--out",
-        str(out_dir),
-    )
+    r2 = _run(*args, "--out", str(out_dir))
     assert r2.returncode == 0 and "reusing" in r2.stderr
     # report rebuilds report.md from results.json alone
     (out_dir / "report.md").unlink()
