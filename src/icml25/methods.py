@@ -6,7 +6,7 @@ import importlib
 
 from icml25.core.registry import Method, registered
 
-METHOD_PACKAGES: tuple[str, ...] = ("icml25.constrained_clustering",)
+METHOD_PACKAGES: tuple[str, ...] = ("icml25.constrained_clustering", "icml25.mirror_flow")
 
 
 def load_all() -> dict[str, Method]:

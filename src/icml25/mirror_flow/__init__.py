@@ -1,0 +1,43 @@
+"""Mirror flow with explicit regularization (Jacobs, Zhou & Burkholz, ICML 2025).
+
+Library: the time-dependent Legendre function of ``x = u * v`` (:func:`legendre`,
+:func:`legendre_grad`, :func:`mirror_inverse`), the evolution of its parameter under weight
+decay (:func:`c_flow`, :func:`c_gd`, :func:`c_gd_step`), the implicit-bias solution
+(:func:`implicit_bias_solution`), and :class:`WeightDecaySwitch`, a weight-decay schedule for
+any torch optimizer. Reproduction: ``icml25 reproduce mirror_flow``.
+"""
+
+from icml25.core.registry import register
+from icml25.mirror_flow.legendre import (
+    c_flow,
+    c_gd,
+    c_gd_step,
+    implicit_bias_solution,
+    legendre,
+    legendre_grad,
+    mirror_inverse,
+)
+from icml25.mirror_flow.schedule import WeightDecaySwitch
+
+__all__ = [
+    "WeightDecaySwitch",
+    "c_flow",
+    "c_gd",
+    "c_gd_step",
+    "implicit_bias_solution",
+    "legendre",
+    "legendre_grad",
+    "mirror_inverse",
+]
+
+register(
+    slug="mirror_flow",
+    title="Mirror, Mirror of the Flow: How Does Regularization Shape Implicit Bias?",
+    authors="Tom Jacobs, Chao Zhou, Rebekka Burkholz",
+    venue="ICML 2025 (arXiv:2504.12883)",
+    url="https://arxiv.org/abs/2504.12883",
+    summary="Weight decay only moves the Legendre parameter of the implicit bias; switching it "
+    "off keeps a sparser/low-rank bias and still interpolates.",
+    quick_seconds=90,
+    module="icml25.mirror_flow.reproduce",
+)
