@@ -68,9 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _progress(quiet: bool) -> Callable[[str], None]:
+def _progress() -> Callable[[str], None]:
     """A progress callback: a rich status line on a terminal, plain lines otherwise."""
-    if sys.stderr.isatty() and not quiet:
+    if sys.stderr.isatty():
         from rich.console import Console
 
         console = Console(stderr=True)
@@ -106,7 +106,7 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     chosen = [methods[n] for n in (args.names or methods)]
     out: Path = args.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
-    say = _progress(quiet=False)
+    say = _progress()
     command = "icml25 " + shlex.join(argv)
     entries = []
     try:

@@ -196,13 +196,20 @@ def sparse_gd(A, y, u0, v0, lr, alpha, off, steps):  # type: ignore[no-untyped-d
     return U * V, c_switch, U * U - V * V
 
 
-def _sparse(
-    cfg: Config, rng: np.random.Generator, out: dict[str, list[float]], log: list[Any]
-) -> None:
+def _sparse_instance(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian design A (n x d, scaled by 1/sqrt(n)) and a k-sparse x*."""
     p = SPARSE
     A = rng.standard_normal((p["n"], p["d"])) / np.sqrt(p["n"])
     xs = np.zeros(p["d"])
     xs[rng.choice(p["d"], p["k"], replace=False)] = rng.standard_normal(p["k"])
+    return A, xs
+
+
+def _sparse(
+    cfg: Config, rng: np.random.Generator, out: dict[str, list[float]], log: list[Any]
+) -> None:
+    p = SPARSE
+    A, xs = _sparse_instance(rng)
     y = A @ xs
     T = cfg.sparse_switch
     never, always = 0, cfg.sparse_steps + 1
@@ -463,9 +470,7 @@ def _report(ctx: RunContext, cfg: Config, logs: dict[int, list[Any]]) -> None:
     seed = next(iter(logs))
     rng = np.random.default_rng(seed)
     p = SPARSE
-    A = rng.standard_normal((p["n"], p["d"])) / np.sqrt(p["n"])
-    xs = np.zeros(p["d"])
-    xs[rng.choice(p["d"], p["k"], replace=False)] = rng.standard_normal(p["k"])
+    A, xs = _sparse_instance(rng)
     t_end = cfg.sparse_switch[2]
     grid = np.unique(np.linspace(1, 1.5 * t_end, 30).astype(int))
     med = [
