@@ -6,7 +6,11 @@ import importlib
 
 from icml25.core.registry import Method, registered
 
-METHOD_PACKAGES: tuple[str, ...] = ("icml25.constrained_clustering", "icml25.mirror_flow")
+METHOD_PACKAGES: tuple[str, ...] = (
+    "icml25.constrained_clustering",
+    "icml25.mirror_flow",
+    "icml25.signsgd_risk",
+)
 
 
 def load_all() -> dict[str, Method]:

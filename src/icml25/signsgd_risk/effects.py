@@ -1,0 +1,133 @@
+"""The four effects of signSGD, each as numbers one can compute, plot or compare.
+
+1. *Effective learning rate* ``lr phi(P)``: grows as the risk P falls.
+2. *Noise compression* ``E[exp(-eps^2/(4P))]``: the only way the label noise enters; finite for
+   any noise (Cauchy included), tending to ``p_eps(0) sqrt(4 pi P)`` at small risk.
+3. *Diagonal preconditioning*: drift ``D^{-1/2} K`` instead of ``K``; for diagonal K, coordinate
+   ``i`` decays at a rate proportional to ``lambda_i^{1/2}`` instead of ``lambda_i``
+   (:func:`decay_exponent` measures that exponent from rates).
+4. *Gradient-noise reshaping*: noise covariance ``K_sigma`` (arcsine law), independent of risk
+   and label noise, instead of SGD's ``(2P + E eps^2) K``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from icml25.signsgd_risk.noise import LabelNoise, as_noise
+from icml25.signsgd_risk.ode import (
+    Optimizer,
+    check_covariance,
+    check_optimizer,
+    phi,
+    preconditioned_drift,
+    sign_noise_covariance,
+)
+
+
+def _risks(risk: object) -> np.ndarray:
+    arr = np.atleast_1d(np.asarray(risk, dtype=float))
+    if not np.all(arr >= 0):
+        raise ValueError("risk must be >= 0 everywhere")
+    return arr
+
+
+def effective_learning_rate(
+    risk: object, noise: LabelNoise | float | None = None, lr: float = 1.0
+) -> np.ndarray:
+    """``lr phi(P)`` at each risk value: the learning rate signSGD effectively runs at."""
+    noise = as_noise(noise)
+    return np.array([lr * phi(P, noise) for P in _risks(risk)])
+
+
+def noise_compression(risk: object, noise: LabelNoise | float | None = None) -> np.ndarray:
+    """``E[exp(-eps^2/(4P))]`` at each risk: the factor the noise multiplies phi by (<= 1)."""
+    noise = as_noise(noise)
+    return np.array([noise.exp_moment(1.0 / (4.0 * P)) if P > 0 else 0.0 for P in _risks(risk)])
+
+
+def small_risk_effective_lr(noise: LabelNoise | float | None = None, lr: float = 1.0) -> float:
+    """The limit ``lr phi(0) = 2 sqrt(2/pi) lr p_eps(0)``: at small risk signSGD is SGD-like with
+    a learning rate set by the noise density at zero only."""
+    return lr * 2.0 * math.sqrt(2.0 / math.pi) * as_noise(noise).density_at_zero()
+
+
+def drift_matrix(K: object, optimizer: Optimizer = "signsgd") -> np.ndarray:
+    """``D^{-1/2} K`` (signSGD) or ``K`` (SGD); a vector for diagonal K."""
+    arr, _ = check_covariance(K)
+    if check_optimizer(optimizer) == "sgd":
+        return arr.copy()
+    return preconditioned_drift(arr)
+
+
+def gradient_noise_covariance(
+    K: object,
+    optimizer: Optimizer = "signsgd",
+    *,
+    risk: float = 0.0,
+    noise: LabelNoise | float | None = None,
+) -> np.ndarray:
+    """Gradient-noise covariance per step, times ``d / lr^2``.
+
+    signSGD: ``K_sigma``; SGD: ``(2P + E eps^2) K``.
+    """
+    arr, diag = check_covariance(K)
+    if check_optimizer(optimizer) == "signsgd":
+        return sign_noise_covariance(arr)
+    dense = np.diag(arr) if diag else arr
+    return (2.0 * float(risk) + as_noise(noise).second_moment()) * dense
+
+
+def decay_exponent(eigenvalues: object, rates: object) -> float:
+    """Least-squares slope of ``log rate`` on ``log eigenvalue``: 1/2 for signSGD, 1 for SGD."""
+    lam = np.asarray(eigenvalues, dtype=float)
+    rate = np.asarray(rates, dtype=float)
+    if lam.shape != rate.shape or lam.ndim != 1 or lam.size < 2:
+        raise ValueError(
+            "eigenvalues and rates must be 1-D of the same length >= 2, got "
+            f"{lam.shape}, {rate.shape}"
+        )
+    if np.any(lam <= 0) or np.any(rate <= 0) or np.ptp(lam) == 0:
+        raise ValueError("eigenvalues and rates must be > 0 and the eigenvalues not all equal")
+    return float(np.polyfit(np.log(lam), np.log(rate), 1)[0])
+
+
+def binned_decay_rates(
+    eigenvalues: object, r0: object, r_t: object, t: float, n_bins: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-coordinate decay rates of a diagonal-K run, pooled in eigenvalue bins.
+
+    For the coordinates of each bin (sorted by eigenvalue), ``m = <r_t, r_0> / <r_0, r_0>`` is the
+    projection of the error on its start; its mean decays as ``exp(-rate t)`` whatever the
+    (mean-zero) gradient noise does, so ``rate = -log(m) / t``. Returns ``(bin mean eigenvalue,
+    rate)``; bins whose projection is not positive are dropped.
+    """
+    lam = np.asarray(eigenvalues, dtype=float)
+    a, b = np.asarray(r0, dtype=float), np.asarray(r_t, dtype=float)
+    if not (lam.shape == a.shape == b.shape and lam.ndim == 1):
+        raise ValueError(
+            f"eigenvalues, r0, r_t must be 1-D of one shape, got {lam.shape}, {a.shape}, {b.shape}"
+        )
+    if not t > 0:
+        raise ValueError(f"t must be > 0, got {t!r}")
+    order = np.argsort(lam)
+    lams, rates = [], []
+    for idx in np.array_split(order, n_bins):
+        m = float(b[idx] @ a[idx]) / float(a[idx] @ a[idx])
+        if m > 0:
+            lams.append(float(lam[idx].mean()))
+            rates.append(-math.log(m) / t)
+    return np.array(lams), np.array(rates)
+
+
+def measured_phi(K: object, r: object, mean_sign_gradient: object) -> float:
+    """Estimate ``phi`` from a measured mean sign-gradient ``g``.
+
+    ``phi = <g, u> / <u, u>`` with ``u = D^{-1/2} K r`` (the drift direction).
+    """
+    arr, diag = check_covariance(K)
+    rv = np.asarray(r, dtype=float)
+    u = np.sqrt(arr) * rv if diag else preconditioned_drift(arr) @ rv
+    return float(np.asarray(mean_sign_gradient, dtype=float) @ u) / float(u @ u)

@@ -1,0 +1,300 @@
+"""The deterministic risk ODE of signSGD (and of SGD) for one-pass linear regression.
+
+Model: ``x ~ N(0, K)``, ``y = <x, theta*> + eps``, one fresh sample per step, step size
+``lr(t) / d`` and time ``t = k / d``. With ``r = theta - theta*`` and ``V = E[r r^T]`` the
+high-dimensional limit of signSGD is
+
+    dV/dt = -lr phi(P) (M V + V M^T) + (lr^2 / d) K_sigma,     P = tr(K V) / 2,
+
+with ``M = D^{-1/2} K`` (``D = diag K``: the diagonal preconditioning),
+``K_sigma = (2/pi) arcsin(D^{-1/2} K D^{-1/2})`` (the arcsine law: the reshaped gradient noise),
+and ``phi(P) = (2/pi) E[exp(-eps^2 / (4P))] / sqrt(2P)`` (the effective learning rate is
+``lr phi(P)``; the noise enters only through that expectation: noise compression). For SGD,
+
+    dV/dt = -lr (K V + V K) + (lr^2 / d) (2P + E eps^2) K.
+
+A diagonal ``K`` (given as its diagonal) takes a fast O(d) path; a dense one integrates the d x d
+matrix equation. The equations are this package's derivation (see the README for what was
+checked against the paper and how).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import integrate, linalg, optimize
+
+from icml25.signsgd_risk.noise import LabelNoise, as_noise
+
+Optimizer = Literal["signsgd", "sgd"]
+LearningRate = float | Callable[[float], float]
+_OPTIMIZERS = ("signsgd", "sgd")
+
+
+def check_covariance(K: object, name: str = "K") -> tuple[np.ndarray, bool]:
+    """Validate a data covariance; returns ``(K, is_diagonal)``.
+
+    A 1-D array is the diagonal of a diagonal covariance (entries > 0); a 2-D array must be square,
+    symmetric, positive semi-definite and have a positive diagonal. A 2-D diagonal matrix is
+    returned as its diagonal so that it takes the fast path.
+    """
+    arr = np.asarray(K, dtype=float)
+    if arr.ndim == 1:
+        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise ValueError(
+                f"{name} given as a vector is the diagonal of the covariance: it must be non-empty,"
+                " "
+                f"finite and > 0; got min {arr.min() if arr.size else 'empty'}"
+            )
+        return arr, True
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(
+            f"{name} must be a (d,) diagonal or a (d, d) matrix, got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} has non-finite entries")
+    scale = max(float(np.abs(arr).max()), 1e-300)
+    if not np.allclose(arr, arr.T, atol=1e-10 * scale, rtol=0):
+        raise ValueError(
+            f"{name} must be symmetric (max |K - K^T| = {np.abs(arr - arr.T).max():.3g})"
+        )
+    diag = np.diag(arr)
+    if np.any(diag <= 0):
+        raise ValueError(f"{name} must have a positive diagonal (signSGD divides by sqrt(K_ii))")
+    if np.count_nonzero(arr - np.diag(diag)) == 0:
+        return diag.copy(), True
+    lam_min = float(linalg.eigvalsh(arr, subset_by_index=[0, 0])[0])
+    if lam_min < -1e-10 * scale:
+        raise ValueError(
+            f"{name} must be positive semi-definite, smallest eigenvalue {lam_min:.3g}"
+        )
+    return 0.5 * (arr + arr.T), False
+
+
+def check_vectors(d: int, theta0: object, theta_star: object) -> tuple[np.ndarray, np.ndarray]:
+    out = []
+    for name, v in (("theta0", theta0), ("theta_star", theta_star)):
+        a = np.asarray(v, dtype=float)
+        if a.shape != (d,):
+            raise ValueError(f"{name} must have shape ({d},) to match K, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} has non-finite entries")
+        out.append(a)
+    return out[0], out[1]
+
+
+def lr_function(lr: LearningRate) -> Callable[[float], float]:
+    """A learning rate as a function of time ``t = k / d``; checks a constant is positive."""
+    if callable(lr):
+        schedule = lr
+
+        def checked(t: float) -> float:
+            value = float(schedule(t))
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"lr(t) must be finite and >= 0, got {value!r} at t = {t:g}")
+            return value
+
+        return checked
+    try:
+        value = float(lr)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"lr must be a positive number or a callable t -> lr(t), got {lr!r}"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    return lambda _t: value
+
+
+def check_optimizer(optimizer: str) -> Optimizer:
+    if optimizer not in _OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {_OPTIMIZERS}, got {optimizer!r}")
+    return optimizer  # type: ignore[return-value]
+
+
+def phi(risk: float, noise: LabelNoise | float | None = None) -> float:
+    """``phi(P) = (2/pi) E[exp(-eps^2/(4P))] / sqrt(2P)``: signSGD's effective-lr factor.
+
+    At ``P = 0`` the limit ``2 sqrt(2/pi) p_eps(0)`` is returned (infinite without noise).
+    """
+    noise = as_noise(noise)
+    P = float(risk)
+    if not P >= 0:
+        raise ValueError(f"risk must be >= 0, got {risk!r}")
+    if P == 0.0:
+        return 2.0 * math.sqrt(2.0 / math.pi) * noise.density_at_zero()
+    return (2.0 / math.pi) * noise.exp_moment(1.0 / (4.0 * P)) / math.sqrt(2.0 * P)
+
+
+def sign_noise_covariance(K: object) -> np.ndarray:
+    """``K_sigma = (2/pi) arcsin(D^{-1/2} K D^{-1/2})``: covariance of ``sign(x)``, x ~ N(0, K)."""
+    arr, diag = check_covariance(K)
+    if diag:
+        return np.eye(arr.size)
+    s = 1.0 / np.sqrt(np.diag(arr))
+    corr = np.clip(arr * s[:, None] * s[None, :], -1.0, 1.0)
+    return (2.0 / math.pi) * np.arcsin(corr)
+
+
+def preconditioned_drift(K: object) -> np.ndarray:
+    """signSGD's drift matrix ``D^{-1/2} K`` (SGD's is ``K``); for diagonal K, ``sqrt(diag K)``."""
+    arr, diag = check_covariance(K)
+    if diag:
+        return np.sqrt(arr)
+    return arr / np.sqrt(np.diag(arr))[:, None]
+
+
+@dataclass(frozen=True)
+class RiskCurve:
+    """A predicted (or simulated) excess-risk curve.
+
+    ``risk[i]`` is ``P(t_i) = E[(theta - theta*)^T K (theta - theta*)] / 2`` (excess over the
+    noise); ``effective_lr[i]`` is ``lr(t) phi(P)`` for signSGD and ``lr(t)`` for SGD.
+    """
+
+    t: np.ndarray
+    risk: np.ndarray
+    effective_lr: np.ndarray
+    optimizer: str
+
+
+def risk_ode(
+    K: object,
+    theta0: object,
+    theta_star: object,
+    *,
+    noise: LabelNoise | float | None = None,
+    lr: LearningRate = 0.1,
+    t_max: float = 1.0,
+    optimizer: Optimizer = "signsgd",
+    times: object = None,
+    rtol: float = 1e-7,
+) -> RiskCurve:
+    """Solve the risk ODE from ``V(0) = (theta0 - theta*)(theta0 - theta*)^T``.
+
+    ``times`` (increasing, in ``[0, t_max]``) defaults to 201 points. ``d`` is ``len(theta0)``.
+    """
+    Karr, diag = check_covariance(K)
+    d = Karr.shape[0]
+    th0, ths = check_vectors(d, theta0, theta_star)
+    noise = as_noise(noise)
+    opt = check_optimizer(optimizer)
+    eta = lr_function(lr)
+    t_max = float(t_max)
+    if not math.isfinite(t_max) or t_max <= 0:
+        raise ValueError(f"t_max must be a positive finite number, got {t_max!r}")
+    t_eval = np.linspace(0.0, t_max, 201) if times is None else np.asarray(times, dtype=float)
+    if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) < 0):
+        raise ValueError("times must be a non-empty increasing 1-D array")
+    if t_eval[0] < 0 or t_eval[-1] > t_max:
+        raise ValueError(f"times must lie in [0, t_max={t_max}]")
+    m2 = 0.0
+    if opt == "sgd":
+        m2 = noise.second_moment()
+        if not math.isfinite(m2):
+            raise ValueError(
+                f"the SGD risk ODE needs noise of finite variance; {noise!r} has E[eps^2] = {m2} "
+                "(SGD's risk is not defined in the limit: that is the point of the comparison)"
+            )
+    r0 = th0 - ths
+
+    if diag:
+        lam = Karr
+        sq = np.sqrt(lam)
+        v0 = r0**2
+
+        def risk_of(v: np.ndarray) -> float:
+            return max(0.5 * float(lam @ v), 1e-300)
+
+        def rhs(t: float, v: np.ndarray) -> np.ndarray:
+            e = eta(t)
+            P = risk_of(v)
+            if opt == "signsgd":
+                return -2.0 * e * phi(P, noise) * sq * v + e * e / d
+            return -2.0 * e * lam * v + (e * e / d) * lam * (2.0 * P + m2)
+
+        y0 = v0
+    else:
+        M = preconditioned_drift(Karr)
+        Ks = sign_noise_covariance(Karr)
+
+        def risk_of(v: np.ndarray) -> float:
+            return max(0.5 * float(np.einsum("ij,ji->", Karr, v.reshape(d, d))), 1e-300)
+
+        def rhs(t: float, v: np.ndarray) -> np.ndarray:
+            V = v.reshape(d, d)
+            e = eta(t)
+            P = risk_of(v)
+            if opt == "signsgd":
+                X = M @ V
+                out = -e * phi(P, noise) * (X + X.T) + (e * e / d) * Ks
+            else:
+                X = Karr @ V
+                out = -e * (X + X.T) + (e * e / d) * (2.0 * P + m2) * Karr
+            return out.ravel()
+
+        y0 = np.outer(r0, r0).ravel()
+
+    scale = float(np.abs(y0).max()) + eta(0.0) ** 2 / d
+    sol = integrate.solve_ivp(
+        rhs, (0.0, t_max), y0, t_eval=t_eval, rtol=rtol, atol=1e-10 * scale, method="RK45"
+    )
+    if not sol.success:  # pragma: no cover - RK45 on this smooth system does not fail in practice
+        raise RuntimeError(f"risk ODE integration failed: {sol.message}")
+    risk = np.array([risk_of(sol.y[:, i]) for i in range(sol.y.shape[1])])
+    if opt == "signsgd":
+        eff = np.array([eta(t) * phi(P, noise) for t, P in zip(sol.t, risk, strict=True)])
+    else:
+        eff = np.array([eta(t) for t in sol.t])
+    return RiskCurve(t=sol.t, risk=risk, effective_lr=eff, optimizer=opt)
+
+
+def stationary_risk(
+    K: object,
+    d: int | None = None,
+    *,
+    noise: LabelNoise | float | None = None,
+    lr: float = 0.1,
+    optimizer: Optimizer = "signsgd",
+) -> float:
+    """The ODE's fixed point ``P_inf`` at constant ``lr`` (``d`` defaults to K's dimension).
+
+    signSGD: ``P phi(P) = lr tr(K X) / (2 d)`` with ``M X + X M^T = K_sigma`` (for diagonal K,
+    ``tr(K X) = sum sqrt(lambda_i) / 2``). SGD: ``P = a E[eps^2] / (1 - 2a)``,
+    ``a = lr tr(K) / (4 d)``, finite only when ``a < 1/2``.
+    """
+    Karr, diag = check_covariance(K)
+    d = Karr.shape[0] if d is None else int(d)
+    noise = as_noise(noise)
+    eta = lr_function(lr)(0.0)
+    opt = check_optimizer(optimizer)
+    if opt == "sgd":
+        tr = float(Karr.sum() if diag else np.trace(Karr))
+        a = eta * tr / (4 * d)
+        if a >= 0.5:
+            return math.inf
+        return a * noise.second_moment() / (1 - 2 * a)
+    if diag:
+        trKX = float(np.sqrt(Karr).sum()) / 2
+    else:
+        X = linalg.solve_continuous_lyapunov(
+            preconditioned_drift(Karr), sign_noise_covariance(Karr)
+        )
+        trKX = float(np.trace(Karr @ X))
+    target = eta * trKX / (2 * d)
+
+    # P phi(P) increases from 0 to its large-P limit (2/pi) sqrt(P/2): bracket and solve.
+    def f(P: float) -> float:
+        return P * phi(P, noise) - target
+
+    hi = 1.0
+    while f(hi) < 0:
+        hi *= 4.0
+    lo = 1e-3 * hi
+    while f(lo) > 0:
+        lo *= 1e-3
+    return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=1e-12))
