@@ -41,6 +41,7 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/constrained_clustering_scaling.py
+	$(BIN)/python benchmarks/signsgd_risk_ode_vs_simulation.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -57,6 +57,7 @@ def test_sgd_ode_isotropic_matches_closed_form():
     c = 2 * eta * lam - eta**2 * lam**2
     P_inf = 0.5 * eta**2 * lam**2 * s**2 / c
     P0 = curve.risk[0]
+    assert P0 == pytest.approx(0.5 * lam * ths @ ths)
     expected = P_inf + (P0 - P_inf) * np.exp(-c * curve.t)
     np.testing.assert_allclose(curve.risk, expected, rtol=1e-5)
     assert stationary_risk(np.full(d, lam), noise=s, lr=eta, optimizer="sgd") == pytest.approx(
@@ -64,24 +65,46 @@ def test_sgd_ode_isotropic_matches_closed_form():
     )
 
 
-def test_dense_path_reduces_to_diagonal_path():
+def _toeplitz(d, rho=0.5):
+    idx = np.arange(d)
+    s = np.sqrt(np.linspace(0.5, 1.5, d))
+    return s[:, None] * rho ** np.abs(idx[:, None] - idx[None, :]) * s[None, :]
+
+
+@pytest.mark.parametrize("optimizer", ["signsgd", "sgd"])
+def test_spectral_reduction_equals_the_matrix_ode(optimizer):
     d = 30
-    lam = np.linspace(0.5, 2.0, d)
-    K = np.diag(lam)
-    K[0, 1] = K[1, 0] = 1e-9  # forces the dense matrix path
+    K = _toeplitz(d)
     ths = np.random.default_rng([2, 99]).standard_normal(d) / math.sqrt(d)
-    kw = dict(noise=GaussianNoise(0.5), lr=0.3, t_max=4.0)
-    dense = risk_ode(K, np.zeros(d), ths, **kw)
-    diag = risk_ode(lam, np.zeros(d), ths, **kw)
-    np.testing.assert_allclose(dense.risk, diag.risk, rtol=1e-5)
+    kw = dict(noise=GaussianNoise(0.5), lr=0.3, t_max=4.0, optimizer=optimizer, rtol=1e-9)
+    matrix = risk_ode(K, np.zeros(d), ths, method="matrix", **kw)
+    spectral = risk_ode(K, np.zeros(d), ths, method="spectral", **kw)
+    np.testing.assert_allclose(spectral.risk, matrix.risk, rtol=1e-6)
+    # a diagonal matrix takes the same path as its diagonal
+    lam = np.linspace(0.5, 2.0, d)
+    a = risk_ode(np.diag(lam), np.zeros(d), ths, method="matrix", **kw).risk
+    np.testing.assert_allclose(a, risk_ode(lam, np.zeros(d), ths, **kw).risk, rtol=1e-12)
+
+
+def test_signsgd_fixed_point_ignores_correlations_as_lyapunov_says():
+    # Independent route: the stationary V solves M X + X M^T = K_sigma (V = lr X / (d phi)).
+    from scipy import linalg
+
+    from icml25.signsgd_risk import preconditioned_drift
+
+    d, eta = 25, 0.3
+    K = _toeplitz(d, 0.7)
+    X = linalg.solve_continuous_lyapunov(preconditioned_drift(K), sign_noise_covariance(K))
+    target = eta * np.trace(K @ X) / (2 * d)  # = P phi(P)
+    P = stationary_risk(K, noise=0.5, lr=eta)
+    assert P * phi(P, 0.5) == pytest.approx(target, rel=1e-8)
+    assert P == pytest.approx(stationary_risk(np.diag(K), noise=0.5, lr=eta), rel=1e-12)
 
 
 @pytest.mark.parametrize("noise", [GaussianNoise(0.5), CauchyNoise(0.5)])
 def test_stationary_risk_is_the_ode_limit(noise):
     d = 40
-    idx = np.arange(d)
-    K = np.sqrt(np.linspace(0.5, 1.5, d))[:, None] * 0.5 ** np.abs(idx[:, None] - idx[None, :])
-    K = K * np.sqrt(np.linspace(0.5, 1.5, d))[None, :]
+    K = _toeplitz(d)
     ths = np.random.default_rng([3, 99]).standard_normal(d) / math.sqrt(d)
     for cov in (K, np.diag(K)):
         curve = risk_ode(cov, np.zeros(d), ths, noise=noise, lr=0.3, t_max=200.0, times=[200.0])
