@@ -10,6 +10,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.constrained_clustering",
     "icml25.mirror_flow",
     "icml25.signsgd_risk",
+    "icml25.pan_privacy",
 )
 
 
