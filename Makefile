@@ -42,6 +42,7 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python benchmarks/constrained_clustering_scaling.py
 	$(BIN)/python benchmarks/signsgd_risk_ode_vs_simulation.py
+	$(BIN)/python benchmarks/pan_privacy_costs.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
