@@ -11,6 +11,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.mirror_flow",
     "icml25.signsgd_risk",
     "icml25.pan_privacy",
+    "icml25.it3",
 )
 
 

@@ -1,6 +1,7 @@
 """A plain training loop: seeded, shows progress, checkpoints and resumes.
 
-``train`` runs ``epochs`` passes of ``optimizer`` over ``(X, y)`` minibatches. With a
+``train`` runs ``epochs`` passes of ``optimizer`` over ``(X, y)`` minibatches (``X`` one tensor,
+or a tuple of tensors indexed together, e.g. node features and adjacency). With a
 ``checkpoint`` path it saves model, optimizer, generator state and epoch after every epoch
 (atomically) and, when the file exists, resumes from it: an interrupted run continued this way
 gives the same final weights as an uninterrupted one.
@@ -36,24 +37,33 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name} must be a positive integer, got {value!r}")
 
 
+Objective = Callable[[nn.Module, tuple[torch.Tensor, ...], torch.Tensor], torch.Tensor]
+
+
 def train(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    X: torch.Tensor,
+    X: torch.Tensor | tuple[torch.Tensor, ...],
     y: torch.Tensor,
     config: TrainConfig,
     *,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = nn.functional.cross_entropy,
+    objective: Objective | None = None,
     after_step: Callable[[nn.Module], None] | None = None,
     progress: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Train and return the mean training loss of each epoch run in this call.
 
+    The minibatch loss is ``loss_fn(model(*xb), yb)``, or ``objective(model, xb, yb)`` when
+    given (a loss that calls the model more than once); ``xb`` is the tuple of input batches.
     ``after_step(model)`` runs after every optimizer step (a proximal step, a projection).
     ``progress(epoch, mean_loss)`` is called after each epoch.
     """
-    if len(X) != len(y):
-        raise ValueError(f"X and y must have the same length, got {len(X)} and {len(y)}")
+    inputs = X if isinstance(X, tuple) else (X,)
+    if not inputs or any(len(t) != len(y) for t in inputs):
+        raise ValueError(
+            f"X and y must have the same length, got {[len(t) for t in inputs]} and {len(y)}"
+        )
     gen = torch.Generator().manual_seed(config.seed)
     start = 0
     ckpt = config.checkpoint
@@ -66,12 +76,16 @@ def train(
     losses = []
     for epoch in range(start, config.epochs):
         model.train()
-        order = torch.randperm(len(X), generator=gen)
+        order = torch.randperm(len(y), generator=gen)
         total, count = 0.0, 0
-        for i in range(0, len(X), config.batch_size):
+        for i in range(0, len(y), config.batch_size):
             idx = order[i : i + config.batch_size]
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(X[idx]), y[idx])
+            xb = tuple(t[idx] for t in inputs)
+            if objective is not None:
+                loss = objective(model, xb, y[idx])
+            else:
+                loss = loss_fn(model(*xb), y[idx])
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"training loss became {loss.item()} at epoch {epoch}")
             loss.backward()

@@ -1,0 +1,265 @@
+r"""IT3: idempotent test-time training of a ZigZag-trained model.
+
+For each test batch (or instance) the weights start from the trained ones, :math:`\theta
+\leftarrow \theta_0`, and a frozen copy :math:`F = f_{\theta_0}` is the anchor. Each of
+``steps`` optimizer steps (Adam, as in the paper) minimises
+
+.. math:: L(\theta) = D\big(y_0,\; F(x, y_0)\big), \qquad y_0 = f_\theta(x, 0),
+
+with the gradient reaching :math:`\theta` through :math:`y_0`, both directly and through the
+anchor's auxiliary input (the anchor's weights never change). The prediction is
+:math:`F(x, f_\theta(x, 0))` (``output="anchor"``) or :math:`f_\theta(x, 0)`
+(``output="first"``, what the official MNIST notebook reports). ``D`` is the mean L1 distance
+(regression) or the Jensen-Shannon divergence of the softmaxes (classification). Both copies
+run in eval mode: BatchNorm uses its running statistics, so a gain is not test-batch
+statistics.
+
+The idempotence error :math:`D(F(x, 0), F(x, F(x, 0)))` is an out-of-distribution score
+(:func:`idempotence_error`).
+
+References
+----------
+Durasov, Shocher, Oner, Chechik, Efros & Fua, "IT3: Idempotent Test-Time Training", ICML 2025,
+https://arxiv.org/abs/2410.04201.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from icml25.it3.zigzag import ZigZag
+
+Distance = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def l1_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Per-sample mean absolute difference, shape ``(B,)``."""
+    return (a - b).abs().reshape(a.shape[0], -1).mean(dim=1)
+
+
+def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    r"""Per-sample Jensen-Shannon divergence of probability vectors on the last dimension
+    (natural log, in :math:`[0, \log 2]`), averaged over any middle dimensions: ``(B,)``."""
+    m = 0.5 * (p + q)
+    js = 0.5 * (
+        (torch.xlogy(p, p) - torch.xlogy(p, m)).sum(-1)
+        + (torch.xlogy(q, q) - torch.xlogy(q, m)).sum(-1)
+    )
+    return js.reshape(p.shape[0], -1).mean(dim=1)
+
+
+def check_zigzag(model: nn.Module) -> ZigZag:
+    """``model`` if it is a ZigZag trained with its auxiliary input, else a clear error."""
+    if not isinstance(model, ZigZag):
+        raise TypeError(
+            "IT3 needs a ZigZag model (one with an auxiliary label input): wrap yours with "
+            f"icml25.it3.ZigZag and train it with zigzag_loss; got {type(model).__name__}"
+        )
+    if not bool(model.zigzag_trained):
+        raise ValueError(
+            "the model was not trained with its auxiliary input: train it with zigzag_loss "
+            "(or call mark_trained() if you trained it ZigZag-style yourself); IT3 on a model "
+            "that ignores its auxiliary input changes nothing"
+        )
+    return model
+
+
+def resolve_distance(model: ZigZag, distance: str | Distance | None) -> Distance:
+    """``None`` gives the paper's choice: JS for classification, L1 for regression."""
+    if distance is None:
+        distance = "js" if model.task == "classification" else "l1"
+    if callable(distance):
+        return distance
+    if distance == "l1":
+        return l1_distance
+    if distance == "js":
+        return js_divergence
+    raise ValueError(f"distance must be 'l1', 'js' or a callable, got {distance!r}")
+
+
+def it3_objective(
+    f: ZigZag, anchor: ZigZag, x: torch.Tensor, *args: Any, distance: Distance, **kwargs: Any
+) -> torch.Tensor:
+    r"""Per-sample :math:`D(y_0, F(x, y_0))` with :math:`y_0 = f(x, 0)`, differentiable in
+    ``f``'s parameters through both occurrences of :math:`y_0`."""
+    y0 = f.to_aux(f(x, *args, **kwargs))
+    y1 = anchor.to_aux(anchor(x, *args, aux=y0, **kwargs))
+    return distance(y0, y1)
+
+
+@torch.no_grad()
+def zigzag_recursion(model: ZigZag, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """``F(x, F(x, 0))``: the recursion without any weight update (a baseline)."""
+    model = check_zigzag(model)
+    was = model.training
+    model.eval()
+    try:
+        return model(x, *args, aux=model.to_aux(model(x, *args, **kwargs)), **kwargs)
+    finally:
+        model.train(was)
+
+
+@torch.no_grad()
+def idempotence_error(
+    model: ZigZag,
+    x: torch.Tensor,
+    *args: Any,
+    distance: str | Distance | None = None,
+    **kwargs: Any,
+) -> torch.Tensor:
+    """Per-sample ``D(F(x, 0), F(x, F(x, 0)))`` (L1 or JS, as IT3 uses): an OOD score."""
+    model = check_zigzag(model)
+    dist = resolve_distance(model, distance)
+    was = model.training
+    model.eval()
+    try:
+        return it3_objective(model, model, x, *args, distance=dist, **kwargs)
+    finally:
+        model.train(was)
+
+
+def _split(batch: int, i: int, value: Any) -> Any:
+    """The i-th sample of a per-sample tensor argument; anything else unchanged."""
+    if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == batch:
+        return value[i : i + 1]
+    return value
+
+
+class IT3:
+    """Idempotent test-time training for a ZigZag-trained model.
+
+    Parameters
+    ----------
+    model
+        A :class:`~icml25.it3.ZigZag` trained with :func:`~icml25.it3.zigzag_loss`. It is never
+        modified: adaptation runs on an internal copy.
+    steps
+        Optimizer steps per adaptation (the paper's code: 10 for MNIST, 1 for CIFAR, 2 for
+        tabular data, 1 for airfoils; 0 gives the ZigZag recursion).
+    lr
+        Learning rate (the paper's code: 1e-3 for MNIST and CIFAR, 1e-4 tabular, 2e-4 airfoil).
+    distance
+        ``"js"``, ``"l1"``, a callable ``(a, b) -> per-sample distances``, or ``None`` for the
+        paper's choice by task.
+    reset
+        ``"batch"``: weights reset to the trained ones before every call (the paper);
+        ``"instance"``: every sample of the batch adapted on its own; ``"never"``: online
+        adaptation, weights carried from call to call.
+    reset_optimizer
+        Whether a weight reset also starts a fresh optimizer. ``False`` (default) follows the
+        official MNIST code, which reloads the weights per batch but keeps one Adam, so its
+        moment estimates carry over between batches; with ``True`` every adaptation's first
+        Adam step moves each weight by about ``lr`` (a sign step).
+    output
+        ``"anchor"``: ``F(x, f_theta(x, 0))``; ``"first"``: ``f_theta(x, 0)``.
+    optimizer
+        ``"adam"`` (the paper) or ``"sgd"``.
+
+    Attributes
+    ----------
+    last_losses
+        After a call: for every adaptation (one per batch, or one per instance) the objective
+        before each step and after the last one (``steps + 1`` values).
+
+    Examples
+    --------
+    >>> it3 = IT3(zigzag_model, steps=10, lr=1e-3)   # doctest: +SKIP
+    >>> logits = it3(x_test_batch)                     # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: ZigZag,
+        *,
+        steps: int = 3,
+        lr: float = 1e-3,
+        distance: str | Distance | None = None,
+        reset: str = "batch",
+        output: str = "anchor",
+        optimizer: str = "adam",
+        reset_optimizer: bool = False,
+    ) -> None:
+        model = check_zigzag(model)
+        if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0):
+            raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+        if reset not in ("batch", "instance", "never"):
+            raise ValueError(f"reset must be 'batch', 'instance' or 'never', got {reset!r}")
+        if output not in ("anchor", "first"):
+            raise ValueError(f"output must be 'anchor' or 'first', got {output!r}")
+        if optimizer not in ("adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        self.steps, self.lr, self.reset, self.output = steps, float(lr), reset, output
+        self.optimizer_name, self.reset_optimizer = optimizer, bool(reset_optimizer)
+        self.distance = resolve_distance(model, distance)
+        self.anchor = copy.deepcopy(model).eval().requires_grad_(False)
+        self.work = copy.deepcopy(model).eval().requires_grad_(True)
+        self._theta0 = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self._opt: torch.optim.Optimizer | None = None
+        self.last_losses: list[list[float]] = []
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        params = self.work.parameters()
+        if self.optimizer_name == "adam":
+            return torch.optim.Adam(params, lr=self.lr)
+        return torch.optim.SGD(params, lr=self.lr)
+
+    def reset_weights(self) -> None:
+        """``theta <- theta0`` (and a fresh optimizer if ``reset_optimizer`` or none yet)."""
+        self.work.load_state_dict(self._theta0)
+        if self.reset_optimizer or self._opt is None:
+            self._opt = self._optimizer()
+
+    def _adapt(
+        self, x: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> torch.Tensor:
+        if self.reset != "never" or self._opt is None:
+            self.reset_weights()
+        assert self._opt is not None
+        f, anchor, losses = self.work, self.anchor, []
+        with torch.enable_grad():
+            for _ in range(self.steps):
+                loss = it3_objective(f, anchor, x, *args, distance=self.distance, **kwargs).mean()
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(
+                        f"the IT3 objective became {loss.item()}: lower lr (got {self.lr}) or "
+                        "check the input for NaN/inf"
+                    )
+                self._opt.zero_grad(set_to_none=True)
+                loss.backward()
+                self._opt.step()
+                losses.append(float(loss.detach()))
+        with torch.no_grad():
+            y0 = f(x, *args, **kwargs)
+            y1 = anchor(x, *args, aux=f.to_aux(y0), **kwargs)
+            losses.append(float(self.distance(f.to_aux(y0), anchor.to_aux(y1)).mean()))
+        self.last_losses.append(losses)
+        return y1 if self.output == "anchor" else y0
+
+    def __call__(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        """Adapted predictions (logits, or regression outputs) for the batch ``x``; extra
+        arguments go to the model (per-sample tensors are split in ``"instance"`` mode)."""
+        if not isinstance(x, torch.Tensor) or x.dim() < 2:
+            raise ValueError(
+                "x must be a batched tensor (batch first, at least 2-D), got "
+                f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+            )
+        if x.is_floating_point() and not torch.isfinite(x).all():
+            raise ValueError("x contains NaN or inf")
+        self.last_losses = []
+        if self.reset != "instance":
+            return self._adapt(x, args, kwargs)
+        b = x.shape[0]
+        outs = []
+        for i in range(b):
+            a_i = tuple(_split(b, i, a) for a in args)
+            k_i = {k: _split(b, i, v) for k, v in kwargs.items()}
+            outs.append(self._adapt(x[i : i + 1], a_i, k_i))
+        return torch.cat(outs)

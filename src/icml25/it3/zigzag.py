@@ -1,0 +1,238 @@
+"""ZigZag models: any torch model given an auxiliary input shaped like the label.
+
+``ZigZag(model, aux_dim)`` calls ``model`` with an extra signal ``aux`` (the label's shape;
+``None`` means the neutral "don't know" signal, 0 by default) entering at one of two places:
+
+- ``layer=None`` (MLPs, GNNs): ``aux`` is concatenated to the input's last dimension. A
+  ``(B, aux_dim)`` signal is broadcast over the middle dimensions, so a ``(B, F)`` input becomes
+  ``(B, F + aux_dim)`` and ``(B, N, F)`` node features get the channel on every node; a signal
+  shaped ``(B, N, aux_dim)`` (node-level labels) is concatenated node by node. The wrapped
+  model must accept the wider input.
+- ``layer="name"`` (CNNs, any deep model): a forward hook on that submodule adds
+  ``LeakyReLU(Linear(aux))`` to its output, broadcast over every dimension but the batch and
+  ``channel_dim`` (CNN feature maps ``(B, C, H, W)``: over H and W). ``channels`` is C.
+
+Extra positional and keyword arguments (an adjacency matrix, a mask) go to ``model`` unchanged:
+``zz(x, adj, aux=y0)``.
+
+Training uses :func:`zigzag_loss`, ``l(f(x, 0), y) + l(f(x, y), y)``; it records in the
+state dict that the model was trained this way, and :class:`~icml25.it3.engine.IT3` refuses a
+model that was not (IT3 on a model that ignores its auxiliary input changes nothing).
+
+References
+----------
+Durasov, Shocher, Oner, Chechik, Efros & Fua, "IT3: Idempotent Test-Time Training", ICML 2025;
+Durasov, Dorndorf, Lê & Fua, "ZigZag: Universal Sampling-free Uncertainty Estimation Through
+Two-Step Inference", TMLR 2024.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+TASKS = ("classification", "regression")
+
+
+class ZigZag(nn.Module):
+    """A model ``f(x, aux)`` built from a model ``f(x)``.
+
+    Parameters
+    ----------
+    model
+        The user's ``nn.Module``.
+    aux_dim
+        Size of the label's last dimension: the number of classes (classification) or of
+        regression targets per sample / node.
+    layer
+        ``None`` to concatenate ``aux`` to the input, or the name of a submodule (as in
+        ``model.named_modules()``) whose output receives the embedded ``aux``.
+    channels
+        With ``layer``: the size of that output's channel dimension.
+    channel_dim
+        With ``layer``: which dimension of that output holds the channels (1 for
+        ``(B, C, ...)`` conv maps and ``(B, C)`` features, -1 for ``(B, N, C)`` node or token
+        features).
+    task
+        ``"classification"`` (outputs are logits; the fed-back signal is their softmax) or
+        ``"regression"`` (outputs are fed back as they are).
+    neutral
+        The "don't know" signal: a number (0 in the paper; for regression a value outside the
+        target range is a variant) or ``"uniform"`` (``1 / aux_dim``).
+    """
+
+    zigzag_trained: torch.Tensor
+
+    def __init__(
+        self,
+        model: nn.Module,
+        aux_dim: int,
+        *,
+        layer: str | None = None,
+        channels: int | None = None,
+        channel_dim: int = 1,
+        task: str = "classification",
+        neutral: float | str = 0.0,
+    ) -> None:
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not (isinstance(aux_dim, int) and aux_dim > 0):
+            raise ValueError(
+                f"aux_dim must be a positive integer (the label's size), got {aux_dim!r}"
+            )
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if not (
+            neutral == "uniform" or (isinstance(neutral, (int, float)) and math.isfinite(neutral))
+        ):
+            raise ValueError(f"neutral must be a finite number or 'uniform', got {neutral!r}")
+        self.model = model
+        self.aux_dim = aux_dim
+        self.task = task
+        self.layer = layer
+        self.channel_dim = channel_dim
+        self.neutral_value = 1.0 / aux_dim if neutral == "uniform" else float(neutral)
+        self._aux: torch.Tensor | None = None
+        self.register_buffer("zigzag_trained", torch.tensor(False))
+        if layer is not None:
+            modules = dict(model.named_modules())
+            if layer not in modules or not layer:
+                raise ValueError(
+                    f"layer {layer!r} is not a submodule of the model; named submodules: "
+                    f"{[n for n in modules if n][:20]}"
+                )
+            if not (isinstance(channels, int) and channels > 0):
+                raise ValueError(
+                    f"channels (the size of {layer!r}'s output channel dimension) is required "
+                    f"with layer=, got {channels!r}"
+                )
+            self.embed = nn.Linear(aux_dim, channels)
+            # A bound method: deep copies of this ZigZag rebind the hook to the copy.
+            modules[layer].register_forward_hook(self._inject)
+
+    def _inject(self, _module: nn.Module, _inputs: Any, output: torch.Tensor) -> torch.Tensor:
+        if self._aux is None:  # the submodule was called outside ZigZag.forward
+            return output
+        e = F.leaky_relu(self.embed(self._aux), 0.01)  # (B, C)
+        cdim = self.channel_dim % output.dim()
+        if cdim == 0 or output.shape[cdim] != e.shape[1]:
+            raise ValueError(
+                f"layer {self.layer!r} returned shape {tuple(output.shape)}: dimension "
+                f"{self.channel_dim} should have channels={e.shape[1]}"
+            )
+        shape = [1] * output.dim()
+        shape[0], shape[cdim] = e.shape[0], e.shape[1]
+        return output + e.reshape(shape)
+
+    def neutral(self, x: torch.Tensor) -> torch.Tensor:
+        """The "don't know" signal for a batch ``x``: shape ``(B, aux_dim)``."""
+        return torch.full(
+            (x.shape[0], self.aux_dim), self.neutral_value, dtype=x.dtype, device=x.device
+        )
+
+    def forward(
+        self, x: torch.Tensor, *args: Any, aux: torch.Tensor | None = None, **kwargs: Any
+    ) -> torch.Tensor:
+        """``f(x, aux)``; ``aux=None`` is the neutral signal."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        if aux is None:
+            aux = self.neutral(x)
+        ok = aux.dim() >= 2 and aux.shape[0] == x.shape[0] and aux.shape[-1] == self.aux_dim
+        if self.layer is None:
+            ok = ok and (aux.dim() == 2 or aux.shape[:-1] == x.shape[:-1])
+        else:
+            ok = ok and aux.dim() == 2
+        if not ok:
+            want = "(batch, aux_dim)"
+            if self.layer is None:
+                want += " or x.shape[:-1] + (aux_dim,)"
+            raise ValueError(
+                f"aux must have shape {want} with batch={x.shape[0]}, aux_dim={self.aux_dim}; "
+                f"got {tuple(aux.shape)} for x of shape {tuple(x.shape)}"
+            )
+        aux = aux.to(x.dtype)
+        if self.layer is None:
+            if aux.dim() == 2 and x.dim() > 2:
+                view = aux.reshape(aux.shape[0], *([1] * (x.dim() - 2)), self.aux_dim)
+                aux = view.expand(*x.shape[:-1], self.aux_dim)
+            return self.model(torch.cat([x, aux], dim=-1), *args, **kwargs)
+        self._aux = aux
+        try:
+            return self.model(x, *args, **kwargs)
+        finally:
+            self._aux = None
+
+    def to_aux(self, output: torch.Tensor) -> torch.Tensor:
+        """An output as the next auxiliary input: softmax for classification, itself else."""
+        return output.softmax(dim=-1) if self.task == "classification" else output
+
+    def label_to_aux(self, y: torch.Tensor) -> torch.Tensor:
+        """The true label as an auxiliary input (one-hot for class indices)."""
+        if self.task == "classification":
+            return F.one_hot(y, self.aux_dim).float()
+        return y
+
+    def mark_trained(self) -> None:
+        """Record that the model was trained with its auxiliary input (done by zigzag_loss)."""
+        self.zigzag_trained.fill_(True)
+
+
+def _check_targets(model: ZigZag, y: torch.Tensor) -> None:
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"y must be a torch.Tensor, got {type(y).__name__}")
+    if model.task == "classification":
+        if y.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8) or y.dim() != 1:
+            raise ValueError(
+                "classification targets y must be a 1-D integer tensor of class indices, got "
+                f"dtype {y.dtype} and shape {tuple(y.shape)}"
+            )
+        if y.numel() and (int(y.min()) < 0 or int(y.max()) >= model.aux_dim):
+            raise ValueError(
+                f"class indices must lie in [0, {model.aux_dim}), "
+                f"got {int(y.min())}..{int(y.max())}"
+            )
+    else:
+        if not y.is_floating_point() or y.dim() < 2 or y.shape[-1] != model.aux_dim:
+            raise ValueError(
+                f"regression targets y must be a float tensor of shape (batch, ..., "
+                f"{model.aux_dim}), got dtype {y.dtype} and shape {tuple(y.shape)}"
+            )
+        if not torch.isfinite(y).all():
+            raise ValueError("regression targets y contain NaN or inf")
+
+
+def zigzag_loss(
+    model: ZigZag,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *args: Any,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    **kwargs: Any,
+) -> torch.Tensor:
+    r"""The ZigZag training loss :math:`\ell(f(x, 0), y) + \ell(f(x, y), y)`.
+
+    ``y``: class indices ``(B,)`` for classification (fed in one-hot), or targets shaped like
+    the model's output for regression. ``loss_fn`` defaults to cross-entropy / L1. Extra
+    arguments go to the model. Marks the model as ZigZag-trained.
+    """
+    if not isinstance(model, ZigZag):
+        raise TypeError(f"model must be a ZigZag, got {type(model).__name__}")
+    _check_targets(model, y)
+    if loss_fn is None:
+        loss_fn = F.cross_entropy if model.task == "classification" else F.l1_loss
+    y0 = model(x, *args, **kwargs)
+    if model.task == "regression" and y0.shape != y.shape:
+        raise ValueError(
+            f"the model's output has shape {tuple(y0.shape)} but y has {tuple(y.shape)}: "
+            "regression targets must be shaped like the output"
+        )
+    y1 = model(x, *args, aux=model.label_to_aux(y), **kwargs)
+    model.mark_trained()
+    return loss_fn(y0, y) + loss_fn(y1, y)
