@@ -46,12 +46,14 @@ def l1_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     r"""Per-sample Jensen-Shannon divergence of probability vectors on the last dimension
     (natural log, in :math:`[0, \log 2]`), averaged over any middle dimensions: ``(B,)``."""
+    # Logs of clamped values: a probability that underflows to 0 contributes 0 with a finite
+    # gradient (xlogy's gradient there is 0 * -inf = NaN).
+    tiny = torch.finfo(p.dtype).tiny
     m = 0.5 * (p + q)
-    js = 0.5 * (
-        (torch.xlogy(p, p) - torch.xlogy(p, m)).sum(-1)
-        + (torch.xlogy(q, q) - torch.xlogy(q, m)).sum(-1)
-    )
-    return js.reshape(p.shape[0], -1).mean(dim=1)
+    log_m = m.clamp_min(tiny).log()
+    kl_pm = (p * (p.clamp_min(tiny).log() - log_m)).sum(-1)
+    kl_qm = (q * (q.clamp_min(tiny).log() - log_m)).sum(-1)
+    return (0.5 * (kl_pm + kl_qm)).reshape(p.shape[0], -1).mean(dim=1)
 
 
 def check_zigzag(model: nn.Module) -> ZigZag:
