@@ -46,3 +46,50 @@ def test_bad_config_and_data():
     model, opt = _fresh()
     with pytest.raises(ValueError, match="same length"):
         train(model, opt, torch.zeros(3, 5), torch.zeros(2).long(), TrainConfig())
+
+
+def test_objective_and_tuple_inputs():
+    """``objective`` replaces ``loss_fn(model(x), y)``; tuple inputs are indexed together."""
+    X, y = _data()
+    model_a, opt_a = _fresh()
+    train(model_a, opt_a, X, y, TrainConfig(epochs=2, batch_size=32))
+    model_b, opt_b = _fresh()
+    objective = lambda m, xb, yb: torch.nn.functional.cross_entropy(m(*xb), yb)  # noqa: E731
+    train(model_b, opt_b, (X,), y, TrainConfig(epochs=2, batch_size=32), objective=objective)
+    for pa, pb in zip(model_a.parameters(), model_b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0)
+
+    class TwoInputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(5, 2)
+
+        def forward(self, a, b):
+            return self.lin(a * b)
+
+    seen = []
+    two = TwoInputs()
+    train(
+        two,
+        torch.optim.SGD(two.parameters(), lr=0.1),
+        (X, torch.ones_like(X)),
+        y,
+        TrainConfig(epochs=1, batch_size=50),
+        objective=lambda m, xb, yb: seen.append(len(xb)) or m(*xb).logsumexp(-1).mean(),
+    )
+    assert seen == [2, 2, 2, 2]
+    with pytest.raises(ValueError, match="same length"):
+        train(two, torch.optim.SGD(two.parameters(), lr=0.1), (X, X[:10]), y, TrainConfig())
+
+
+def test_small_cnn_shapes_and_errors():
+    from icml25.core.models import SmallCNN
+
+    net = SmallCNN(7, width=4, hidden=8)
+    assert net(torch.randn(3, 1, 28, 28)).shape == (3, 7)
+    assert net(torch.randn(3, 784)).shape == (3, 7)  # flat images are reshaped
+    assert SmallCNN(2, in_channels=3, image_size=32)(torch.randn(2, 3, 32, 32)).shape == (2, 2)
+    with pytest.raises(ValueError, match="num_classes"):
+        SmallCNN(0)
+    with pytest.raises(ValueError, match="image_size"):
+        SmallCNN(3, image_size=8)

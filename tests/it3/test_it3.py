@@ -401,3 +401,42 @@ def test_tent_updates_only_batchnorm_affine_and_lowers_entropy():
     reg, _, _ = _trained_mlp("regression", steps=1)
     with pytest.raises(ValueError, match="classification"):
         tent(reg, torch.randn(2, 2))
+
+
+def test_recurrent_variant_feeds_back_the_first_prediction():
+    torch.manual_seed(0)
+    zz = ZigZag(MLP(2 + 3, [8], 3), 3)
+    x, y = torch.randn(6, 2), torch.tensor([0, 1, 2, 1, 0, 2])
+    onehot = F.one_hot(y, 3).float()
+
+    def expect(a):
+        first = zz(x, aux=a)
+        return F.cross_entropy(first, y) + F.cross_entropy(zz(x, aux=first.softmax(-1)), y)
+
+    got = zigzag_loss(zz, x, y, variant="recurrent", p_label=1.0)
+    torch.testing.assert_close(got, expect(onehot))
+    got = zigzag_loss(zz, x, y, variant="recurrent", p_label=0.0, other="neutral")
+    torch.testing.assert_close(got, expect(torch.zeros(6, 3)))
+    # Random labels: the same generator draws (the coin, then the classes) give the same loss.
+    got = zigzag_loss(
+        zz, x, y, variant="recurrent", p_label=0.0, generator=torch.Generator().manual_seed(5)
+    )
+    g = torch.Generator().manual_seed(5)
+    torch.rand((), generator=g)
+    torch.testing.assert_close(
+        got, expect(F.one_hot(torch.randint(3, (6,), generator=g), 3).float())
+    )
+    reg = ZigZag(MLP(2 + 1, [8], 1), 1, task="regression")
+    yr = torch.randn(6, 1)
+    g = torch.Generator().manual_seed(1)
+    got = zigzag_loss(reg, x, yr, variant="recurrent", p_label=0.0, generator=g)
+    g = torch.Generator().manual_seed(1)
+    torch.rand((), generator=g)
+    first = reg(x, aux=yr[torch.randperm(6, generator=g)])
+    torch.testing.assert_close(got, F.l1_loss(first, yr) + F.l1_loss(reg(x, aux=first), yr))
+    with pytest.raises(ValueError, match="variant"):
+        zigzag_loss(zz, x, y, variant="zigzag")
+    with pytest.raises(ValueError, match="p_label"):
+        zigzag_loss(zz, x, y, variant="recurrent", p_label=1.5)
+    with pytest.raises(ValueError, match="other"):
+        zigzag_loss(zz, x, y, variant="recurrent", other="uniform")

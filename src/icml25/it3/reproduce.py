@@ -29,7 +29,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -150,6 +150,35 @@ CLAIMS = (
         paper_value="< 1",
         rule=Rule("<=", 0.8, partial=0.95),
     ),
+    # Added after the first quick run of the claims above (which all but one missed), before
+    # their own first run: the setting of the paper's one concrete number, the official MNIST
+    # notebook (see the module docstring, part 4).
+    Claim(
+        id="notebook_gain",
+        statement="In the official MNIST notebook, IT3 (10 Adam steps, lr 1e-3) raises accuracy "
+        "under Gaussian noise sigma = 1.5 from 80.90% to 87.09%.",
+        where="Official code, exps/mnist notebook",
+        metric="IT3 accuracy (adapted first pass, as the notebook reports) - vanilla accuracy "
+        "(points), MNIST-5k, CNN without BatchNorm trained the notebook's way",
+        paper_value=6.19,
+        rule=Rule(">=", 1.5, partial=0.5),
+    ),
+    Claim(
+        id="notebook_clean",
+        statement="...while leaving clean accuracy essentially unchanged.",
+        where="Clean-data behaviour (brief), notebook setting",
+        metric="|IT3 accuracy - vanilla accuracy| on clean MNIST-5k test images (points)",
+        paper_value="~0",
+        rule=Rule("<=", 0.5, partial=1.0),
+    ),
+    Claim(
+        id="notebook_ood_auroc",
+        statement="The idempotence error separates noisy from clean digits.",
+        where="Method section; ZigZag; notebook setting",
+        metric="AUROC of the idempotence error (JS), sigma = 1.5 vs clean, MNIST-5k",
+        paper_value="indicates OOD if high",
+        rule=Rule(">=", 0.7, partial=0.6),
+    ),
 )
 
 
@@ -163,12 +192,15 @@ class Config:
     gnn_train: int
     gnn_test: int
     gnn_epochs: int
+    nb_train: int
+    nb_epochs: int
+    nb_test: int
 
 
 CONFIGS = {
-    "tiny": Config(400, 1, 128, 5, 2, 64, 32, 2),
-    "quick": Config(8000, 3, 1000, 300, 20, 2000, 400, 30),
-    "full": Config(30000, 5, 3000, 300, 50, 4000, 1000, 40),
+    "tiny": Config(400, 1, 128, 5, 2, 64, 32, 2, 400, 1, 128),
+    "quick": Config(8000, 3, 1000, 300, 20, 2000, 400, 30, 4000, 10, 1000),
+    "full": Config(30000, 5, 3000, 300, 50, 4000, 1000, 40, 4000, 15, 1000),
 }
 
 NOISE = (0.0, 0.15, 0.3, 0.45)
@@ -178,6 +210,7 @@ CNN_STEPS, CNN_LR, CNN_BATCH = 10, 1e-3, 64
 MLP_STEPS, MLP_LR, MLP_BATCH = 2, 1e-4, 64
 GNN_STEPS, GNN_LR, GNN_BATCH = 1, 2e-4, 32
 NEUTRAL_REGRESSION = -1.0
+NB_SIGMA, NB_MEAN, NB_STD = 1.5, 0.1307, 0.3081  # the notebook's noise and normalisation
 CNN_METHODS = ("vanilla", "recursion", "bn_stats", "tent", "it3")
 REG_METHODS = ("vanilla", "recursion", "it3")
 
@@ -237,17 +270,30 @@ class DenseGNN(nn.Module):
 
 
 def _fit(
-    model: ZigZag, X: Any, y: torch.Tensor, *, epochs: int, batch: int, lr: float, seed: int
+    model: ZigZag,
+    X: Any,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    **loss_options: Any,
 ) -> None:
+    """Adam on the ZigZag loss (``loss_options`` go to :func:`zigzag_loss`), then eval mode."""
     torch.manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def objective(m: nn.Module, xb: tuple[torch.Tensor, ...], yb: torch.Tensor) -> torch.Tensor:
+        return zigzag_loss(cast(ZigZag, m), xb[0], yb, *xb[1:], **loss_options)
+
     train(
         model,
         opt,
         X,
         y,
         TrainConfig(epochs=epochs, batch_size=batch, seed=seed),
-        objective=lambda m, xb, yb: zigzag_loss(m, xb[0], yb, *xb[1:]),  # type: ignore[arg-type]
+        objective=objective,
     )
     model.eval()
 
@@ -375,6 +421,50 @@ def _regression_eval(
     return res
 
 
+def notebook_experiment(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
+    """The official MNIST notebook's setting on MNIST-5k: a CNN without BatchNorm, trained with
+    the recurrent ZigZag loss (true label in 75% of batches, else random labels; the first
+    prediction fed back), noise sigma = 1.5 on normalised pixels, IT3 with 10 Adam steps at
+    lr 1e-3 on batches of 64, Adam's state kept across batches, the adapted first pass
+    reported. Deviation: the notebook starts each test pass from a random one-hot; here the
+    start is the uniform signal, the notebook's own "max entropy" evaluation signal."""
+    X, y_all = load_mnist_5k()
+    order = np.random.default_rng([seed, 5]).permutation(len(X))
+    te, tr = order[: cfg.nb_test], order[cfg.nb_test : cfg.nb_test + cfg.nb_train]
+    norm = lambda a: torch.as_tensor((a - NB_MEAN) / NB_STD, dtype=torch.float32)  # noqa: E731
+    torch.manual_seed(seed)
+    cnn = SmallCNN(10, width=16, hidden=64, batchnorm=False)
+    model = ZigZag(cnn, 10, layer="block2", channels=32, neutral="uniform")
+    ctx.progress(f"it3 notebook seed {seed}: recurrent ZigZag training on {len(tr)} MNIST digits")
+    _fit(
+        model, norm(X[tr]).reshape(-1, 1, 28, 28), torch.as_tensor(y_all[tr]),
+        epochs=cfg.nb_epochs, batch=64, lr=1e-3, seed=seed,
+        variant="recurrent", p_label=0.75, generator=torch.Generator().manual_seed(seed),
+    )  # fmt: skip
+    y = torch.as_tensor(y_all[te])
+    rng = np.random.default_rng([seed, 6])
+    clean = norm(X[te]).reshape(-1, 1, 28, 28)
+    noisy = clean + NB_SIGMA * torch.as_tensor(
+        rng.standard_normal(clean.shape), dtype=torch.float32
+    )
+    res: dict[str, Any] = {"acc": {}}
+    for name, x in (("clean", clean), ("noisy", noisy)):
+        ctx.progress(f"it3 notebook seed {seed}: {name} test digits")
+        preds: dict[str, list[torch.Tensor]] = {"vanilla": [], "it3": [], "it3_anchor": []}
+        first = IT3(model, steps=CNN_STEPS, lr=CNN_LR, output="first")
+        anchor = IT3(model, steps=CNN_STEPS, lr=CNN_LR)
+        for sl in _batches(len(x), CNN_BATCH):
+            with torch.no_grad():
+                preds["vanilla"].append(model(x[sl]))
+            preds["it3"].append(first(x[sl]))
+            preds["it3_anchor"].append(anchor(x[sl]))
+        res["acc"][name] = {
+            m: 100 * (torch.cat(p).argmax(-1) == y).float().mean().item() for m, p in preds.items()
+        }
+        res[f"score_{name}"] = idempotence_error(model, x).numpy()
+    return res
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -386,11 +476,13 @@ def _rel_gain(r: dict[str, Any], k: int) -> float:
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     cfg = CONFIGS[ctx.budget]
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
-    runs: dict[str, list[dict[str, Any]]] = {"cnn": [], "mlp": [], "gnn": []}
+    runs: dict[str, list[dict[str, Any]]] = {"cnn": [], "mlp": [], "gnn": [], "notebook": []}
     for seed in ctx.seeds:
         cnn = cnn_experiment(cfg, seed, ctx)
         mlp = mlp_experiment(cfg, seed, ctx)
         gnn = gnn_experiment(cfg, seed, ctx)
+        nb = notebook_experiment(cfg, seed, ctx)
+        runs["notebook"].append(nb)
         runs["cnn"].append(cnn)
         runs["mlp"].append(mlp)
         runs["gnn"].append(gnn)
@@ -411,6 +503,10 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
             else math.nan
         )
         out["objective_decreases"].append(cnn["ratio"][-1])
+        nb_acc = nb["acc"]
+        out["notebook_gain"].append(nb_acc["noisy"]["it3"] - nb_acc["noisy"]["vanilla"])
+        out["notebook_clean"].append(abs(nb_acc["clean"]["it3"] - nb_acc["clean"]["vanilla"]))
+        out["notebook_ood_auroc"].append(_auroc(nb["score_clean"], nb["score_noisy"]))
     gains = out["cnn_gain"]
     out["cnn_gain_consistent"] = [float(np.mean([g > 0 for g in gains]))]
     _report(ctx, runs)
@@ -422,6 +518,12 @@ def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]]) -> None:
 
     data = runs["cnn"][0]["data"]
     ctx.note(f"- CNN data: {data}; seeds {list(ctx.seeds)}.")
+    for part in ("clean", "noisy"):
+        cells = ", ".join(
+            f"{m} {np.mean([r['acc'][part][m] for r in runs['notebook']]):.2f}"
+            for m in ("vanilla", "it3", "it3_anchor")
+        )
+        ctx.note(f"- notebook setting, {part} MNIST-5k accuracy (%): {cells}")
     rows = [
         ("cnn", "acc", CNN_METHODS, NOISE, "accuracy (%)", f"CNN, {data}, pixel noise std"),
         ("mlp", "mae", REG_METHODS, ZEROING, "MAE (scaled target)", "MLP, diabetes, zeroing rate"),

@@ -214,9 +214,23 @@ def zigzag_loss(
     y: torch.Tensor,
     *args: Any,
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    variant: str = "paper",
+    p_label: float = 0.75,
+    other: str = "random",
+    generator: torch.Generator | None = None,
     **kwargs: Any,
 ) -> torch.Tensor:
-    r"""The ZigZag training loss :math:`\ell(f(x, 0), y) + \ell(f(x, y), y)`.
+    r"""The ZigZag training loss.
+
+    ``variant="paper"``: :math:`\ell(f(x, 0), y) + \ell(f(x, y), y)`.
+
+    ``variant="recurrent"`` (the official MNIST code): the first pass is fed the true label with
+    probability ``p_label`` (one draw per batch, as there) and otherwise ``other``, a
+    ``"random"`` label (random classes; for regression the batch's targets shuffled) or the
+    ``"neutral"`` signal; the second pass is fed the first pass's prediction, with gradient:
+    :math:`\ell(y_1, y) + \ell(f(x, y_1), y)`, :math:`y_1 = f(x, a)`. A model trained only with
+    the true label can learn to copy it (it is more informative than ``x``); the random labels
+    teach it to check the signal against the input.
 
     ``y``: class indices ``(B,)`` for classification (fed in one-hot), or targets shaped like
     the model's output for regression. ``loss_fn`` defaults to cross-entropy / L1. Extra
@@ -224,15 +238,36 @@ def zigzag_loss(
     """
     if not isinstance(model, ZigZag):
         raise TypeError(f"model must be a ZigZag, got {type(model).__name__}")
+    if variant not in ("paper", "recurrent"):
+        raise ValueError(f"variant must be 'paper' or 'recurrent', got {variant!r}")
+    if not (isinstance(p_label, (int, float)) and 0.0 <= p_label <= 1.0):
+        raise ValueError(f"p_label must be a probability in [0, 1], got {p_label!r}")
+    if other not in ("random", "neutral"):
+        raise ValueError(f"other must be 'random' or 'neutral', got {other!r}")
     _check_targets(model, y)
     if loss_fn is None:
         loss_fn = F.cross_entropy if model.task == "classification" else F.l1_loss
-    y0 = model(x, *args, **kwargs)
-    if model.task == "regression" and y0.shape != y.shape:
+    truth = model.label_to_aux(y).to(x.dtype)
+    if variant == "paper":
+        first = model(x, *args, **kwargs)
+    else:
+        dev = generator.device if generator is not None else x.device
+        if float(torch.rand((), generator=generator, device=dev)) < p_label:
+            a = truth
+        elif other == "neutral":
+            a = model.neutral(x)
+        elif model.task == "classification":
+            idx = torch.randint(model.aux_dim, y.shape, generator=generator, device=dev)
+            a = model.label_to_aux(idx.to(y.device)).to(x.dtype)
+        else:
+            a = truth[torch.randperm(len(y), generator=generator, device=dev).to(y.device)]
+        first = model(x, *args, aux=a, **kwargs)
+    if model.task == "regression" and first.shape != y.shape:
         raise ValueError(
-            f"the model's output has shape {tuple(y0.shape)} but y has {tuple(y.shape)}: "
+            f"the model's output has shape {tuple(first.shape)} but y has {tuple(y.shape)}: "
             "regression targets must be shaped like the output"
         )
-    y1 = model(x, *args, aux=model.label_to_aux(y), **kwargs)
+    second_aux = truth if variant == "paper" else model.to_aux(first)
+    second = model(x, *args, aux=second_aux, **kwargs)
     model.mark_trained()
-    return loss_fn(y0, y) + loss_fn(y1, y)
+    return loss_fn(first, y) + loss_fn(second, y)
