@@ -12,6 +12,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.signsgd_risk",
     "icml25.pan_privacy",
     "icml25.it3",
+    "icml25.pointwise_info",
 )
 
 
