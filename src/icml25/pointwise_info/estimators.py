@@ -198,12 +198,15 @@ class PVI(_PointwiseScores):
         trained ``nn.Module`` returning logits, used as is (e.g. the classifier itself).
     null
         ``"train"`` (default, the paper's): train ``model_fn()`` (or a re-initialised copy of
-        ``g_prime``) on all-zero inputs with the true labels. ``"prior"``: the empirical class
-        frequencies of ``y``. Or an array of ``K`` class probabilities.
+        ``g_prime``) on all-zero inputs with the true labels, for at most ``null_epochs``
+        epochs, stopping when the training loss has not improved by ``null_min_delta`` for
+        ``null_patience`` epochs and keeping the best epoch's weights (the official code's
+        Keras early stopping). ``"prior"``: the empirical class frequencies of ``y``. An
+        array of ``K`` class probabilities. Or a null model already trained on zeros.
     calibrate
         Temperature-scale ``g'`` and the null model on ``(X_val, y_val)`` (passed to ``fit``).
-    epochs, null_epochs, batch_size, lr
-        Adam training of ``g'`` and the null model (``null_epochs`` defaults to ``epochs``).
+    epochs, batch_size, lr
+        Adam training of ``g'`` and the null model.
     random_state
         Seeds model initialisation and shuffling.
     """
@@ -216,7 +219,9 @@ class PVI(_PointwiseScores):
         null: str | Any = "train",
         calibrate: bool = False,
         epochs: int = 10,
-        null_epochs: int | None = None,
+        null_epochs: int = 50,
+        null_patience: int = 5,
+        null_min_delta: float = 1e-3,
         batch_size: int = 128,
         lr: float = 1e-3,
         hidden: tuple[int, ...] = (256,),
@@ -230,6 +235,7 @@ class PVI(_PointwiseScores):
             batch_size,
             lr,
         )
+        self.null_patience, self.null_min_delta = null_patience, null_min_delta
         self.hidden, self.random_state, self.progress = hidden, random_state, progress
 
     def _validate(self) -> None:
@@ -238,10 +244,14 @@ class PVI(_PointwiseScores):
                 f"g_prime must be 'train' or a trained nn.Module, got {self.g_prime!r}"
             )
         if isinstance(self.null, str) and self.null not in ("train", "prior"):
-            raise ValueError(f"null must be 'train', 'prior' or K class priors, got {self.null!r}")
-        _check_positive_int("epochs", self.epochs)
-        if self.null_epochs is not None:
-            _check_positive_int("null_epochs", self.null_epochs)
+            raise ValueError(
+                f"null must be 'train', 'prior', K class priors or a trained null model, got "
+                f"{self.null!r}"
+            )
+        for name in ("epochs", "null_epochs", "null_patience"):
+            _check_positive_int(name, getattr(self, name))
+        if not isinstance(self.null_min_delta, (int, float)) or self.null_min_delta < 0:
+            raise ValueError(f"null_min_delta must be >= 0, got {self.null_min_delta!r}")
         _check_positive_int("batch_size", self.batch_size)
         _check_positive("lr", self.lr)
         if self.model_fn is not None and not callable(self.model_fn):
@@ -264,7 +274,7 @@ class PVI(_PointwiseScores):
             )
         return MLP(x.shape[1], self.hidden, k)
 
-    def _train(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, what: str):
+    def _train(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
         opt = torch.optim.Adam(model.parameters(), lr=self.lr)
         say = self.progress
         train(
@@ -272,11 +282,30 @@ class PVI(_PointwiseScores):
             opt,
             x,
             y,
-            TrainConfig(epochs=epochs, batch_size=self.batch_size, seed=self.random_state),
-            progress=None
-            if say is None
-            else lambda e, loss: say(f"PVI {what} epoch {e}: {loss:.4f}"),
+            TrainConfig(epochs=self.epochs, batch_size=self.batch_size, seed=self.random_state),
+            progress=None if say is None else lambda e, loss: say(f"PVI g' epoch {e}: {loss:.4f}"),
         )
+        model.eval()
+
+    def _train_null(self, model: nn.Module, zeros: torch.Tensor, y: torch.Tensor) -> None:
+        """Adam on zero inputs, one epoch at a time, with the official early stopping."""
+        opt = torch.optim.Adam(model.parameters(), lr=self.lr)
+        best, best_state, waited = math.inf, copy.deepcopy(model.state_dict()), 0
+        self.null_losses_: list[float] = []
+        for epoch in range(self.null_epochs):
+            seed = self.random_state * 1000 + epoch
+            cfg = TrainConfig(epochs=1, batch_size=self.batch_size, seed=seed)
+            loss = train(model, opt, zeros, y, cfg)[0]
+            self.null_losses_.append(loss)
+            if self.progress is not None:
+                self.progress(f"PVI null model epoch {epoch + 1}: {loss:.4f}")
+            if loss < best - self.null_min_delta:
+                best, best_state, waited = loss, copy.deepcopy(model.state_dict()), 0
+            else:
+                waited += 1
+                if waited >= self.null_patience:
+                    break
+        model.load_state_dict(best_state)
         model.eval()
 
     def fit(self, X: Any, y: Any, X_val: Any = None, y_val: Any = None) -> PVI:
@@ -293,17 +322,21 @@ class PVI(_PointwiseScores):
             g = self.g_prime
         else:
             g = self._new_model(x, k)
-            self._train(g, x, yt, self.epochs, "g'")
+            self._train(g, x, yt)
         out_k = predict_logits(g, x[:1]).shape[1]
         if out_k != k:
             raise ValueError(f"g' returns {out_k} logits but y has {k} classes")
         self.g_prime_, self.n_classes_ = g, k
         self.null_model_: nn.Module | None = None
-        if isinstance(self.null, str) and self.null == "train":
+        zeros = torch.zeros_like(x[: min(len(x), 256)])
+        if isinstance(self.null, nn.Module):
+            self.null_model_ = self.null
+            null_logits = null_model_logits(self.null, zeros)
+        elif isinstance(self.null, str) and self.null == "train":
             n0 = self._new_model(x, k)
-            self._train(n0, torch.zeros_like(x), yt, self.null_epochs or self.epochs, "null")
+            self._train_null(n0, torch.zeros_like(x), yt)
             self.null_model_ = n0
-            null_logits = null_model_logits(n0, torch.zeros_like(x[: min(len(x), 256)]))
+            null_logits = null_model_logits(n0, zeros)
         else:
             if isinstance(self.null, str):  # "prior"
                 priors = np.bincount(labels, minlength=k) / len(labels)
@@ -314,6 +347,8 @@ class PVI(_PointwiseScores):
             if priors.min() <= 0:
                 raise ValueError("null priors must be > 0 for every class (a class has none)")
             null_logits = np.log(priors)
+        if np.shape(null_logits) != (k,):
+            raise ValueError(f"the null model returns {np.shape(null_logits)} logits, expected {k}")
         self.temperature_, self.null_temperature_ = 1.0, 1.0
         if self.calibrate:
             if X_val is None or y_val is None:

@@ -190,7 +190,8 @@ def eaurc(confidence: Any, correct: Any) -> float:
 
 def _bin_index(values: np.ndarray, n_bins: int) -> np.ndarray:
     """Equal-width bins on [0, 1], right-closed: (0, 1/B], (1/B, 2/B], ..., 0 in the first."""
-    return np.clip(np.ceil(values * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return np.clip(np.searchsorted(edges, values, side="left") - 1, 0, n_bins - 1)
 
 
 def _check_bins(n_bins: int) -> None:
