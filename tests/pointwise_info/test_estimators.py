@@ -287,3 +287,37 @@ def test_score_functions():
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_the_readme_flow_on_a_small_cnn():
+    """The README's API walk-through, end to end, on random 28x28 images and tensors."""
+    from icml25.core.models import TrainConfig, train
+    from icml25.pointwise_info import ece, failure_metrics, sce
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(200, 784, generator=g), torch.arange(200) % 10
+    X_val, y_val = torch.rand(100, 784, generator=g), (torch.arange(100) % 10).numpy()
+    X_test, y_test = torch.rand(100, 784, generator=g), (torch.arange(100) % 10).numpy()
+    torch.manual_seed(0)
+    clf = SmallCNN(10, width=4, hidden=16)
+    train(clf, torch.optim.Adam(clf.parameters(), 1e-3), X, y, TrainConfig(epochs=2))
+    pred = predict_logits(clf, X_test).argmax(1)
+    ok = pred == y_test
+    if ok.all() or not ok.any():  # pragma: no cover - random data, ten classes
+        ok[0] = not ok[0]
+
+    def model_fn():
+        return SmallCNN(10, width=4, hidden=16)
+
+    pvi = PVI(model_fn, epochs=1, null_epochs=2).fit(X, y)
+    conf = pvi.confidence(X_test, pred)
+    probs = pvi.predict_proba(X_test)
+    assert set(failure_metrics(conf, ok)) == {"auroc", "aupr_error", "fpr95", "aurc", "eaurc"}
+    assert 0 <= ece(probs[np.arange(100), pred], ok) <= 1 and 0 <= sce(probs, y_test) <= 1
+    feats = FeatureExtractor(clf, "act")
+    for est in (PMI(feature_extractor=feats, epochs=1), PSI(feature_extractor=feats)):
+        assert est.fit(X, y).score_samples(X_test).shape == (100, 10)
+    cal = PVI(g_prime=pvi.g_prime_, null=pvi.null_model_, calibrate=True)
+    cal.fit(X, y, X_val, y_val)
+    assert cal.temperature_ > 0 and cal.null_temperature_ > 0
+    assert np.isfinite(cal.score_samples(X_test)).all()
