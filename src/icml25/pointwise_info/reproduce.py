@@ -408,7 +408,9 @@ def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]], seeds: tuple
             ax.set_title(f"{m}: ECE {100 * ece(p, r0['ok']):.2f}%")
             ax.set_xlabel("confidence of the predicted class")
         axes[0].set_ylabel("accuracy")
-        fig.suptitle(f"Reliability diagrams, {LABEL[s]}, seed {seeds[0]} (softmax of the scores)")
+        fig.suptitle(
+            f"Reliability diagrams, {LABEL[s]}, seed {seeds[0]} (softmax of the scores)", y=1.04
+        )
         ctx.save_figure(fig, f"reliability_{s}")
 
         fig, ax = plt.subplots(figsize=(6, 4))
