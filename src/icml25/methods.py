@@ -13,6 +13,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.pan_privacy",
     "icml25.it3",
     "icml25.pointwise_info",
+    "icml25.backslash",
 )
 
 

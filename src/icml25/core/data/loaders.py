@@ -94,3 +94,36 @@ def load_fashion_mnist(
         raise ValueError(f"{root}: images {images.shape} and labels {labels.shape} do not match")
     X = images.reshape(len(images), -1).astype(np.float32) / 255.0
     return X, labels.astype(np.int64)
+
+
+FORTUNES_DIR = Path("/usr/share/games/fortunes")
+"""Where Debian's ``fortunes`` package puts its category files."""
+
+
+def load_fortunes(
+    categories: tuple[str, ...], folder: str | Path | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Texts of the given ``fortune`` categories and their category index (a text-
+    classification corpus). Entries are separated by ``%`` lines; empty ones are dropped.
+
+    Reads Debian's ``fortunes`` files (``apt-get install fortunes``) or ``folder``.
+    """
+    root = Path(folder) if folder is not None else FORTUNES_DIR
+    if not categories:
+        raise ValueError("categories must name at least one fortune file")
+    texts: list[str] = []
+    labels: list[int] = []
+    for i, cat in enumerate(categories):
+        path = root / cat
+        if not path.exists():
+            raise FileNotFoundError(
+                f"fortune category {cat!r} not found in {root}. Install Debian's package: "
+                "apt-get install fortunes, or pass folder= a directory with the files."
+            )
+        raw = path.read_text(encoding="utf-8", errors="replace")
+        for entry in raw.split("\n%\n"):
+            entry = entry.strip().strip("%").strip()
+            if entry:
+                texts.append(entry)
+                labels.append(i)
+    return texts, np.asarray(labels, dtype=np.int64)

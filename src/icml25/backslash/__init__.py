@@ -1,0 +1,67 @@
+"""BackSlash: rate-constrained training with an entropy-coded model format (Wu, Wen & Han,
+ICML 2025).
+
+Library: :class:`BackSlash` (the rate step for any ``nn.Module`` and optimizer, attached as a
+step post-hook), :func:`gg_shape` / :func:`gg_rate` / :func:`prox_power` (the generalized-
+Gaussian rate and its proximal operator), the compressed format :func:`save_compressed` /
+:func:`load_compressed` (uniform quantisation + Exp-Golomb bitstream, vectorised encoder and
+decoder), :func:`coded_bits` and :func:`magnitude_prune`.
+Reproduction: ``icml25 reproduce backslash``.
+"""
+
+from icml25.backslash.coding import (
+    CompressionStats,
+    coded_bits,
+    dequantize,
+    eg_decode,
+    eg_encode,
+    eg_lengths,
+    load_compressed,
+    magnitude_prune,
+    quantize,
+    save_compressed,
+    unzigzag,
+    zigzag,
+)
+from icml25.backslash.rate import (
+    BackSlash,
+    default_rate_params,
+    gg_rate,
+    gg_rho,
+    gg_shape,
+    prox_power,
+)
+from icml25.core.registry import register
+
+__all__ = [
+    "BackSlash",
+    "CompressionStats",
+    "coded_bits",
+    "default_rate_params",
+    "dequantize",
+    "eg_decode",
+    "eg_encode",
+    "eg_lengths",
+    "gg_rate",
+    "gg_rho",
+    "gg_shape",
+    "load_compressed",
+    "magnitude_prune",
+    "prox_power",
+    "quantize",
+    "save_compressed",
+    "unzigzag",
+    "zigzag",
+]
+
+register(
+    slug="backslash",
+    title="BackSlash: Rate Constrained Optimized Training of Large Language Models",
+    authors="Jun Wu, Jiangtao Wen, Yuxing Han",
+    venue="ICML 2025 (arXiv:2504.16968)",
+    url="https://arxiv.org/abs/2504.16968",
+    summary="Train with a generalized-Gaussian rate penalty (rate-distortion optimisation), "
+    "then quantise and Exp-Golomb code the weights: smaller coded models at equal accuracy.",
+    quick_seconds=150,
+    module="icml25.backslash.reproduce",
+)
