@@ -1,0 +1,281 @@
+"""BackSlash: the coder against its formula and bit patterns, round trips, the shape estimator
+against known generalized Gaussians, the proximal step against brute force, the training hook."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import gennorm
+from torch import nn
+
+from icml25.backslash import (
+    BackSlash,
+    coded_bits,
+    default_rate_params,
+    dequantize,
+    eg_decode,
+    eg_encode,
+    eg_lengths,
+    gg_rate,
+    gg_rho,
+    gg_shape,
+    load_compressed,
+    magnitude_prune,
+    prox_power,
+    quantize,
+    save_compressed,
+    unzigzag,
+    zigzag,
+)
+
+# ------------------------------------------------------------------------------------ the coder
+
+
+def test_exp_golomb_codewords_and_lengths():
+    # 0 -> 1, 1 -> 010, 2 -> 011, 3 -> 00100: the stream 1 010 011 00100 is 0xA6 0x40
+    stream, offsets, total, _ = eg_encode(np.array([0, 1, 2, 3], dtype=np.uint64))
+    assert total == 12 and stream == bytes([0xA6, 0x40]) and offsets.tolist() == [0]
+    u = np.array([0, 1, 2, 3, 6, 7, 14, 2**31 - 1], dtype=np.uint64)
+    expected = [2 * math.floor(math.log2(int(v) + 1)) + 1 for v in u]
+    assert eg_lengths(u).tolist() == expected
+
+
+def test_zigzag_is_the_papers_mapping_and_invertible():
+    q = np.array([0, 1, -1, 2, -2, 3, -1000])
+    assert zigzag(q).tolist() == [0, 1, 2, 3, 4, 5, 2000]
+    np.testing.assert_array_equal(unzigzag(zigzag(q)), q)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**31 - 2), min_size=1, max_size=3000),
+    st.sampled_from([None, 1, 7, 256]),
+)
+def test_encode_decode_round_trip(values, block):
+    u = np.array(values, dtype=np.uint64)
+    stream, offsets, total, blk = eg_encode(u, block)
+    assert total == int(eg_lengths(u).sum()) and len(stream) == (total + 7) // 8
+    np.testing.assert_array_equal(eg_decode(stream, offsets, len(u), blk, total), u)
+
+
+@pytest.mark.parametrize(
+    "theta",
+    [
+        np.zeros(10_000),
+        np.full(1000, 0.004999),  # just below half a step: all zeros
+        np.r_[np.full(5, 2**29 * 0.01), -np.full(5, 2**29 * 0.01)],  # near the coder's limit
+        np.random.default_rng(0).standard_cauchy(50_000) * 0.01,  # heavy tails
+    ],
+)
+def test_adversarial_tensors_round_trip(theta):
+    q = quantize(theta, 0.01)
+    stream, offsets, total, blk = eg_encode(zigzag(q))
+    np.testing.assert_array_equal(unzigzag(eg_decode(stream, offsets, len(q), blk, total)), q)
+    assert total == coded_bits(theta, 0.01)
+
+
+def test_quantize_rejects_nan_huge_and_bad_delta():
+    with pytest.raises(ValueError, match="finite"):
+        quantize(np.array([0.1, np.nan]), 0.01)
+    with pytest.raises(ValueError, match="use a larger delta"):
+        quantize(np.array([1e9]), 0.01)
+    with pytest.raises(ValueError, match="delta must be"):
+        quantize(np.array([0.1]), 0.0)
+
+
+def test_corrupt_stream_is_detected():
+    stream, offsets, total, blk = eg_encode(np.arange(100, dtype=np.uint64), 10)
+    broken = bytes([stream[0] ^ 0xFF]) + stream[1:]
+    with pytest.raises(ValueError, match="corrupt"):
+        eg_decode(broken, offsets, 100, blk, total)
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(50, 8)
+        self.fc = nn.Linear(8, 16)
+        self.bn = nn.BatchNorm1d(16)
+        self.out = nn.Linear(16, 3)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.bn(self.fc(self.emb(ids).mean(1)))))
+
+
+def test_save_load_round_trip_is_exact(tmp_path):
+    torch.manual_seed(0)
+    net = Net()
+    net.bn.running_mean += 0.3  # a buffer that must come back raw
+    path = tmp_path / "net.bs"
+    stats = save_compressed(net, path, 0.01)
+    back = Net()
+    load_compressed(path, back)
+    for name, p in default_rate_params(net):
+        expected = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
+        assert torch.equal(back.state_dict()[name], expected), name
+    for name in ("fc.bias", "bn.running_mean", "bn.num_batches_tracked", "out.bias"):
+        assert torch.equal(back.state_dict()[name], net.state_dict()[name]), name
+    n = sum(p.numel() for _, p in default_rate_params(net))
+    assert stats.coded_params == n
+    assert stats.codeword_bits == sum(coded_bits(p, 0.01) for _, p in default_rate_params(net))
+    assert stats.file_bytes == path.stat().st_size
+    assert 0 < stats.bits_per_coded_param < 32
+
+
+def test_load_refuses_a_wrong_file_or_model(tmp_path):
+    net = Net()
+    path = tmp_path / "net.bs"
+    save_compressed(net, path, 0.01)
+    with pytest.raises(ValueError, match="does not fit"):
+        load_compressed(path, nn.Sequential(nn.Linear(8, 16)))
+    (tmp_path / "x.bs").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="magic"):
+        load_compressed(tmp_path / "x.bs", net)
+
+
+def test_magnitude_prune_uses_one_global_threshold():
+    a = torch.tensor([0.1, -0.2, 0.3, -0.4])
+    b = torch.tensor([1.0, 2.0, -0.05, 3.0, 0.5, -0.6])
+    zeros = magnitude_prune([a, b], 0.5)
+    assert zeros == 5
+    assert a.tolist() == [0, 0, 0, 0]  # the five smallest: 0.05 and all of a
+    torch.testing.assert_close(b, torch.tensor([1.0, 2.0, 0.0, 3.0, 0.5, -0.6]))
+    with pytest.raises(ValueError, match="fraction"):
+        magnitude_prune([a], 1.5)
+
+
+# --------------------------------------------------------------------------------- the rate
+
+
+def test_rho_closed_forms():
+    assert gg_rho(2.0) == pytest.approx(math.pi / 2)
+    assert gg_rho(1.0) == pytest.approx(2.0)
+    assert np.all(np.diff(gg_rho(np.linspace(0.2, 3, 50))) < 0)
+
+
+@pytest.mark.parametrize("nu", [0.5, 0.8, 1.0, 1.5, 2.0, 2.5])
+def test_shape_estimate_recovers_known_generalized_gaussians(nu):
+    x = gennorm.rvs(nu, scale=0.03, size=400_000, random_state=np.random.default_rng(1))
+    assert gg_shape(torch.tensor(x)) == pytest.approx(nu, abs=0.05 * nu)
+
+
+def test_shape_estimate_is_clamped():
+    assert gg_shape(torch.zeros(100)) == 0.1
+    sparse = torch.zeros(10_000)
+    sparse[:3] = 1.0
+    assert gg_shape(sparse, (0.5, 2.0)) == 0.5
+
+
+@pytest.mark.parametrize("nu", [0.3, 0.5, 0.8, 1.0, 1.3, 1.5, 1.9, 2.0, 2.5, 3.0])
+@pytest.mark.parametrize("t", [1e-5, 1e-3, 0.05, 0.3, 1.0])
+def test_prox_is_the_minimiser_by_brute_force(nu, t):
+    rng = np.random.default_rng(0)
+    a = np.r_[rng.normal(size=12) * rng.choice([0.01, 0.5, 3.0], size=12), 0.0, 1e-9]
+    z = prox_power(torch.tensor(a), t, nu).numpy()
+    grid = np.linspace(-8, 8, 800_001)
+    for ai, zi in zip(a, z, strict=True):
+        f = 0.5 * (grid - ai) ** 2 + t * np.abs(grid) ** nu
+        fz = 0.5 * (zi - ai) ** 2 + t * abs(zi) ** nu
+        assert fz <= f.min() + 1e-9, (ai, zi, grid[f.argmin()])
+
+
+def test_prox_closed_forms():
+    x = torch.tensor([-1.0, -0.05, 0.0, 0.02, 0.7], dtype=torch.float64)
+    torch.testing.assert_close(
+        prox_power(x, 0.1, 1.0), torch.sign(x) * (x.abs() - 0.1).clamp_min(0)
+    )
+    torch.testing.assert_close(prox_power(x, 0.1, 2.0), x / 1.2)
+    torch.testing.assert_close(prox_power(x, 0.0, 0.5), x)
+
+
+def test_backslash_step_is_the_prox_with_the_groups_lr():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 2))
+    opt = torch.optim.SGD(
+        [
+            {"params": [net[0].weight, net[0].bias], "lr": 0.1},
+            {"params": net[2].parameters(), "lr": 0.01},
+        ]
+    )
+    bs = BackSlash(net, lam=50.0, nu=1.5).attach(opt)
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    net(torch.randn(4, 6)).sum().backward()
+    grads = {n: p.grad.clone() for n, p in net.named_parameters()}
+    opt.step()
+    n_w = net[0].weight.numel() + net[2].weight.numel()
+    for name, lr in (("0.weight", 0.1), ("2.weight", 0.01)):
+        sgd = before[name] - lr * grads[name]
+        torch.testing.assert_close(
+            dict(net.named_parameters())[name], prox_power(sgd, lr * 50.0 / n_w, 1.5)
+        )
+    for name, lr in (("0.bias", 0.1), ("2.bias", 0.01)):  # biases are not rate-constrained
+        torch.testing.assert_close(
+            dict(net.named_parameters())[name], before[name] - lr * grads[name]
+        )
+    assert bs.steps == 1
+    bs.detach()
+    opt.step()
+    assert bs.steps == 1
+
+
+def test_backslash_estimates_nu_and_reports_the_rate():
+    torch.manual_seed(0)
+    net = nn.Linear(200, 300)
+    with torch.no_grad():
+        net.weight.copy_(
+            torch.tensor(gennorm.rvs(1.0, scale=0.05, size=(300, 200), random_state=0))
+        )
+    bs = BackSlash(net, lam=0.0)
+    assert bs.nu_ == pytest.approx(1.0, abs=0.05)
+    w = net.weight.detach().double()
+    assert bs.rate() == pytest.approx(float(w.abs().pow(bs.nu_).mean()))
+    assert gg_rate([net.weight], 2.0, "sum") == pytest.approx(float((w**2).sum()))
+
+
+def test_rate_training_shrinks_the_coded_size():
+    torch.manual_seed(0)
+    X = torch.randn(512, 20)
+    y = (X[:, :3].sum(1) > 0).long()
+
+    def run(lam):
+        torch.manual_seed(1)
+        net = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 2))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+        if lam:
+            BackSlash(net, lam=lam).attach(opt)
+        for _ in range(200):
+            opt.zero_grad()
+            nn.functional.cross_entropy(net(X), y).backward()
+            opt.step()
+        return sum(coded_bits(p, 0.01) for _, p in default_rate_params(net))
+
+    sizes = [run(None), run(3e3), run(3e4)]
+    assert sizes[0] > sizes[1] > sizes[2] and sizes[2] < 0.6 * sizes[0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lam": -1.0}, "lam must be"),
+        ({"lam": 1.0, "nu": 0}, "nu must be"),
+        ({"lam": 1.0, "reduction": "max"}, "reduction"),
+        ({"lam": 1.0, "nu_every": 0}, "nu_every"),
+        ({"lam": 1.0, "nu_bounds": (2.0, 1.0)}, "nu_bounds"),
+    ],
+)
+def test_backslash_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BackSlash(nn.Linear(3, 3), **kwargs)
+
+
+def test_backslash_needs_parameters_and_an_lr():
+    with pytest.raises(ValueError, match="no parameters"):
+        BackSlash(nn.ReLU(), lam=1.0)
+    bs = BackSlash(nn.Linear(3, 3), lam=1.0)
+    with pytest.raises(ValueError, match="lr="):
+        bs.step()
