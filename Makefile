@@ -25,12 +25,17 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 venv: $(STAMP)
 
-# Fashion-MNIST comes from Debian (IT3's CNN); without it IT3 falls back to MNIST-5k.
-FASHION := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+# Fashion-MNIST (IT3's CNN, pointwise information, BackSlash's image model) and the fortunes
+# corpus (BackSlash's text model) come from Debian. Without Fashion-MNIST the image experiments
+# fall back to MNIST-5k; without fortunes BackSlash's reproduction stops with an error that
+# says how to install it.
+FASHION  := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
+FORTUNES := /usr/share/games/fortunes/computers
 data:
-	@[ -e $(FASHION) ] || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
-	  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist >/dev/null; } || \
-	  echo "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): IT3 uses MNIST-5k"
+	@[ -e $(FASHION) ] && [ -e $(FORTUNES) ] || { command -v apt-get >/dev/null && \
+	  [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  apt-get install -y -qq dataset-fashion-mnist fortunes >/dev/null; } || \
+	  echo "Debian data not installed (apt-get install dataset-fashion-mnist fortunes)"
 
 reproduce: $(STAMP) data
 	$(BIN)/icml25 reproduce $(ARGS)

@@ -4,7 +4,13 @@ import struct
 import numpy as np
 import pytest
 
-from icml25.core.data import load_fashion_mnist, load_sklearn, read_idx
+from icml25.core.data import (
+    load_fashion_mnist,
+    load_fortunes,
+    load_sklearn,
+    load_stdlib_docstrings,
+    read_idx,
+)
 
 
 def _write_idx(path, arr, code):
@@ -71,3 +77,20 @@ def test_mnist_5k():
 
     X, y = load_mnist_5k()
     assert X.shape == (5000, 784) and np.bincount(y).tolist() == [500] * 10
+
+
+def test_fortunes_from_folder(tmp_path):
+    (tmp_path / "a").write_text("first one\n%\nsecond\none\n%\n\n%\nthird\n")
+    (tmp_path / "b").write_text("only b\n%\n")
+    texts, labels = load_fortunes(("a", "b"), folder=tmp_path)
+    assert texts == ["first one", "second\none", "third", "only b"]
+    assert labels.tolist() == [0, 0, 0, 1]
+    with pytest.raises(FileNotFoundError, match="apt-get install fortunes"):
+        load_fortunes(("missing",), folder=tmp_path)
+
+
+def test_stdlib_docstrings_are_labelled_by_package():
+    texts, labels = load_stdlib_docstrings(("json", "email"))
+    assert len(texts) == len(labels) > 50
+    assert set(labels.tolist()) == {0, 1}
+    assert all(len(t.split()) >= 3 for t in texts)

@@ -15,6 +15,7 @@ from icml25.core.data.loaders import (
     load_fortunes,
     load_mnist_5k,
     load_sklearn,
+    load_stdlib_docstrings,
     read_idx,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "load_fortunes",
     "load_mnist_5k",
     "load_sklearn",
+    "load_stdlib_docstrings",
     "read_idx",
 ]

@@ -127,3 +127,43 @@ def load_fortunes(
                 texts.append(entry)
                 labels.append(i)
     return texts, np.asarray(labels, dtype=np.int64)
+
+
+STDLIB_PACKAGES = ("email", "http", "xml", "unittest", "asyncio", "logging")
+
+
+def load_stdlib_docstrings(
+    packages: tuple[str, ...] = STDLIB_PACKAGES,
+) -> tuple[list[str], np.ndarray]:
+    """Docstrings of the classes and functions of Python standard-library packages, labelled
+    by package: a small text-classification corpus that every Python installation ships (a
+    stand-in where Debian's ``fortunes`` is not installed)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    texts: list[str] = []
+    labels: list[int] = []
+    seen: set[int] = set()
+    for i, name in enumerate(packages):
+        pkg = importlib.import_module(name)
+        mods = [pkg]
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{name}."):
+            if "test" in info.name or info.name.endswith("__main__"):
+                continue
+            try:
+                mods.append(importlib.import_module(info.name))
+            except Exception:  # platform-specific modules may not import
+                continue
+        for mod in mods:
+            for _, obj in inspect.getmembers(mod):
+                if not (inspect.isclass(obj) or inspect.isfunction(obj)) or id(obj) in seen:
+                    continue
+                if getattr(obj, "__module__", "").split(".")[0] != name:
+                    continue
+                seen.add(id(obj))
+                doc = inspect.getdoc(obj)
+                if doc and len(doc.split()) >= 3:
+                    texts.append(doc)
+                    labels.append(i)
+    return texts, np.asarray(labels, dtype=np.int64)
