@@ -14,6 +14,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.it3",
     "icml25.pointwise_info",
     "icml25.backslash",
+    "icml25.pfl_tradeoff",
 )
 
 

@@ -1,0 +1,317 @@
+"""FedCLUP: personalized federated learning with a personalization degree lambda.
+
+The objective, over a global model ``w_g`` and one model ``w_i`` per client, is
+
+    min  sum_i p_i [ L_i(w_i) + (lambda / 2) ||w_g - w_i||^2 ].
+
+``lambda = 0`` is purely local training and ``lambda -> inf`` is FedAvg's single model.
+
+**Client step.** Each round, every client runs ``E`` gradient steps on
+``L_i(w) + (lambda/2) ||w - w_g||^2``. It starts from its *own* previous ``w_i`` and uses step
+``1 / (L + lambda)``.
+
+**Server step.** ``w_g <- w_g - eta_g lambda (w_g - sum_i p_i w_i)`` with
+``eta_g = 1/lambda + 1/L``. This is a gradient step on the Moreau envelopes of the ``L_i``,
+whose smoothness is ``lambda L / (lambda + L)``.
+
+Problems are plain "vector problems": ``loss(w)``, ``grad(w)`` and a smoothness constant
+``L``. :class:`LeastSquares` and :class:`SoftmaxRegression` are closed-form NumPy problems.
+:class:`TorchProblem` wraps any ``nn.Module`` and its data, flattening the parameters. So the
+same algorithm runs a linear model and a CNN, in process (:func:`fedclup`) or on Flower
+(:mod:`icml25.pfl_tradeoff.flower`).
+
+References
+----------
+Yu, He, Sun, Xue & Li, "Understanding the Statistical Accuracy-Communication Trade-off in
+Personalized Federated Learning with Minimax Guarantees", ICML 2025 (arXiv:2410.08934).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Problem(Protocol):
+    """A client's local problem on a flat parameter vector."""
+
+    dim: int
+    smoothness: float
+    n: int
+
+    def loss(self, w: np.ndarray) -> float: ...
+
+    def grad(self, w: np.ndarray) -> np.ndarray: ...
+
+
+def _data(X: Any, y: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"{name}: X must be a non-empty (n, d) array, got shape {X.shape}")
+    if len(y) != len(X):
+        raise ValueError(f"{name}: X and y must have the same length, got {len(X)} and {len(y)}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{name}: X must be finite")
+    return X, y
+
+
+class LeastSquares:
+    """``L(w) = ||X w - y||^2 / (2n)``, with ``L = lambda_max(X^T X / n)``."""
+
+    def __init__(self, X: Any, y: Any) -> None:
+        self.X, y = _data(X, y, "LeastSquares")
+        self.y = np.asarray(y, dtype=np.float64)
+        self.n, self.dim = self.X.shape
+        self.A = self.X.T @ self.X / self.n
+        self.b = self.X.T @ self.y / self.n
+        self.smoothness = float(np.linalg.eigvalsh(self.A)[-1])
+
+    def loss(self, w: np.ndarray) -> float:
+        r = self.X @ w - self.y
+        return float(r @ r / (2 * self.n))
+
+    def grad(self, w: np.ndarray) -> np.ndarray:
+        return self.A @ w - self.b
+
+
+class SoftmaxRegression:
+    """Multinomial logistic regression: mean cross-entropy of ``X W`` (``W`` flat, ``d x K``).
+
+    The smoothness bound is ``lambda_max(X^T X / n) / 2``.
+    """
+
+    def __init__(self, X: Any, y: Any, num_classes: int) -> None:
+        self.X, y = _data(X, y, "SoftmaxRegression")
+        self.y = np.asarray(y, dtype=np.int64)
+        if self.y.min() < 0 or self.y.max() >= num_classes:
+            raise ValueError(
+                f"labels must be in [0, {num_classes}), got [{self.y.min()}, {self.y.max()}]"
+            )
+        self.n, d = self.X.shape
+        self.k = num_classes
+        self.dim = d * num_classes
+        self.Y = np.eye(num_classes)[self.y]
+        self.smoothness = float(np.linalg.eigvalsh(self.X.T @ self.X / self.n)[-1]) / 2
+
+    def _probs(self, w: np.ndarray) -> np.ndarray:
+        z = self.X @ w.reshape(-1, self.k)
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+    def loss(self, w: np.ndarray) -> float:
+        p = self._probs(w)
+        return float(-np.mean(np.log(p[np.arange(self.n), self.y] + 1e-300)))
+
+    def grad(self, w: np.ndarray) -> np.ndarray:
+        return (self.X.T @ (self._probs(w) - self.Y) / self.n).ravel()
+
+    def predict(self, w: np.ndarray, X: Any) -> np.ndarray:
+        return np.asarray(X, dtype=np.float64) @ w.reshape(-1, self.k)
+
+
+class TorchProblem:
+    """Any ``nn.Module`` with its data as a vector problem (full-batch cross-entropy).
+
+    Non-convex, so ``smoothness`` is a step-size hint that the user gives (``1 / lr``).
+    """
+
+    def __init__(
+        self, model: nn.Module, X: torch.Tensor, y: torch.Tensor, *, smoothness: float
+    ) -> None:
+        if len(X) != len(y) or len(X) == 0:
+            raise ValueError(
+                f"X and y must be non-empty and of one length, got {len(X)} and {len(y)}"
+            )
+        if not smoothness > 0:
+            raise ValueError(f"smoothness must be > 0, got {smoothness!r}")
+        self.model, self.X, self.y = model, X, y
+        self.n = len(X)
+        self.dim = sum(p.numel() for p in model.parameters())
+        self.smoothness = float(smoothness)
+
+    def _set(self, w: np.ndarray) -> None:
+        nn.utils.vector_to_parameters(
+            torch.as_tensor(w, dtype=torch.float32), self.model.parameters()
+        )
+
+    def loss(self, w: np.ndarray) -> float:
+        self._set(w)
+        with torch.no_grad():
+            return float(nn.functional.cross_entropy(self.model(self.X), self.y))
+
+    def grad(self, w: np.ndarray) -> np.ndarray:
+        self._set(w)
+        self.model.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(self.model(self.X), self.y).backward()
+        grads = [
+            p.grad if p.grad is not None else torch.zeros_like(p) for p in self.model.parameters()
+        ]
+        return np.concatenate([g.detach().double().flatten().numpy() for g in grads])
+
+    def initial(self) -> np.ndarray:
+        return nn.utils.parameters_to_vector(self.model.parameters()).detach().double().numpy()
+
+
+# ------------------------------------------------------------------------------------ the steps
+
+
+def check_lambda(lam: float) -> float:
+    if not isinstance(lam, (int, float)) or not (lam >= 0 and math.isfinite(lam)):
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+    return float(lam)
+
+
+def local_update(
+    problem: Problem,
+    w_i: np.ndarray,
+    w_g: np.ndarray,
+    lam: float,
+    steps: int,
+    lr: float | None = None,
+) -> np.ndarray:
+    """``steps`` GD steps on ``L_i(w) + lam/2 ||w - w_g||^2`` from ``w_i`` (step ``1/(L+lam)``)."""
+    lam = check_lambda(lam)
+    eta = lr if lr is not None else 1.0 / (problem.smoothness + lam)
+    w = np.array(w_i, dtype=np.float64, copy=True)
+    for _ in range(steps):
+        w -= eta * (problem.grad(w) + lam * (w - w_g))
+    if not np.all(np.isfinite(w)):
+        raise FloatingPointError("the local update diverged (non-finite weights): lower lr")
+    return w
+
+
+def server_update(
+    w_g: np.ndarray,
+    w_locals: Sequence[np.ndarray],
+    weights: Sequence[float],
+    lam: float,
+    eta_g: float,
+) -> np.ndarray:
+    """``w_g - eta_g lam (w_g - sum_i p_i w_i)`` (``eta_g lam = 1``: plain averaging)."""
+    p = np.asarray(weights, dtype=np.float64)
+    p = p / p.sum()
+    mean = sum(pi * wi for pi, wi in zip(p, w_locals, strict=True))
+    return w_g - eta_g * lam * (w_g - mean)
+
+
+def server_lr(lam: float, smoothness: float) -> float:
+    """The code's ``eta_g = 1/lam + 1/L`` (``1/L`` alone at ``lam = 0``, unused there)."""
+    return (1.0 / lam if lam > 0 else 0.0) + 1.0 / smoothness
+
+
+def adaptive_lambda(r_est: float, n: int) -> float:
+    """The official code's rule: ``5 / (n R^2)`` if ``R >= 1/sqrt(n)``, else ``5 / (sqrt(n) R)``."""
+    if not r_est > 0:
+        raise ValueError(f"r_est must be > 0, got {r_est!r}")
+    return 5.0 / (n * r_est**2) if r_est >= 1 / math.sqrt(n) else 5.0 / (math.sqrt(n) * r_est)
+
+
+# --------------------------------------------------------------------------- the in-process run
+
+
+@dataclass
+class FedCLUPResult:
+    """Final global and local models, with per-round history."""
+
+    w_global: np.ndarray
+    w_locals: list[np.ndarray]
+    rounds: int
+    history: list[float] = field(default_factory=list)
+    """``||w_g^{t} - w_g^{t-1}||`` per round (or the distance to ``target`` if given)."""
+
+
+def fedclup(
+    problems: Sequence[Problem],
+    lam: float,
+    *,
+    rounds: int = 50,
+    local_steps: int = 10,
+    w0: np.ndarray | None = None,
+    lr_local: float | None = None,
+    eta_g: float | None = None,
+    tol: float | None = None,
+    target: np.ndarray | None = None,
+    weights: Sequence[float] | None = None,
+    callback: Callable[[int, np.ndarray, list[np.ndarray]], None] | None = None,
+) -> FedCLUPResult:
+    """Run FedCLUP with every client participating (the in-process runner).
+
+    Stops after ``rounds``, or earlier once the history value is at most ``tol``. The history
+    value is the change of ``w_g``, or its distance to ``target``. ``lam = 0`` is local
+    training: the server step is skipped and ``w_g`` is the plain average.
+    """
+    lam = check_lambda(lam)
+    if not problems:
+        raise ValueError("problems must hold at least one client")
+    if (
+        not isinstance(rounds, int)
+        or rounds < 1
+        or not isinstance(local_steps, int)
+        or local_steps < 1
+    ):
+        raise ValueError(
+            f"rounds and local_steps must be positive integers, got {rounds!r}, {local_steps!r}"
+        )
+    dims = {p.dim for p in problems}
+    if len(dims) != 1:
+        raise ValueError(f"all clients must share one model dimension, got {sorted(dims)}")
+    if any(p.n == 0 for p in problems):
+        raise ValueError("every client needs at least one sample")
+    d = dims.pop()
+    w_g = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
+    w_locals = [w_g.copy() for _ in problems]
+    p = list(weights) if weights is not None else [1.0] * len(problems)
+    smooth = max(pr.smoothness for pr in problems)
+    eg = eta_g if eta_g is not None else server_lr(lam, smooth)
+    history: list[float] = []
+    t = 0
+    for t in range(1, rounds + 1):
+        w_locals = [
+            local_update(pr, wi, w_g, lam, local_steps, lr_local)
+            for pr, wi in zip(problems, w_locals, strict=True)
+        ]
+        new = (
+            server_update(w_g, w_locals, p, lam, eg)
+            if lam > 0
+            else np.average(w_locals, axis=0, weights=p)
+        )
+        value = float(np.linalg.norm(new - (target if target is not None else w_g)))
+        w_g = new
+        history.append(value)
+        if callback is not None:
+            callback(t, w_g, w_locals)
+        if tol is not None and value <= tol:
+            break
+    return FedCLUPResult(w_g, w_locals, t, history)
+
+
+def pfl_optimum(
+    problems: Sequence[LeastSquares], lam: float, weights: Sequence[float] | None = None
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The exact minimiser of the PFL objective for least-squares clients.
+
+    ``w_i = (A_i + lam I)^{-1} (b_i + lam w_g)`` and ``w_g = sum_i p_i w_i``; that is a
+    ``d x d`` linear system for ``w_g``. ``lam = 0`` gives each client's own least-squares
+    solution and their average.
+    """
+    lam = check_lambda(lam)
+    p = np.asarray(weights if weights is not None else [1.0] * len(problems), dtype=np.float64)
+    p /= p.sum()
+    d = problems[0].dim
+    eye = np.eye(d)
+    if lam == 0:
+        locals_ = [np.linalg.solve(pr.A, pr.b) for pr in problems]
+        return np.average(locals_, axis=0, weights=p), locals_
+    inv = [np.linalg.inv(pr.A + lam * eye) for pr in problems]
+    M = eye - lam * sum(pi * Ii for pi, Ii in zip(p, inv, strict=True))
+    rhs = sum(pi * Ii @ pr.b for pi, Ii, pr in zip(p, inv, problems, strict=True))
+    w_g = np.linalg.solve(M, rhs)
+    return w_g, [Ii @ (pr.b + lam * w_g) for Ii, pr in zip(inv, problems, strict=True)]
