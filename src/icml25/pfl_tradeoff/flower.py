@@ -19,6 +19,7 @@ Everything here imports ``flwr`` lazily; the rest of the package does not need i
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -146,7 +147,9 @@ def make_server_app(strategy_fn: Callable[[Any], Any], initial: Callable[[Any], 
             grid=grid, initial_arrays=ArrayRecord([initial(context)]), num_rounds=rounds
         )
         w = result.arrays.to_numpy_ndarrays()[0]
-        print(f"FedCLUP done: {rounds} rounds, ||w_g|| = {np.linalg.norm(w):.6f}")
+        logging.getLogger("flwr").info(
+            "FedCLUP w_g after %d rounds: %s", rounds, np.array2string(w, precision=10)
+        )
 
     return app
 

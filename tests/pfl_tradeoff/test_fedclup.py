@@ -1,0 +1,149 @@
+"""FedCLUP: the closed-form PFL optimum, the algorithm's fixed point, the two limits, Flower
+against the in-process runner, gradients, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icml25.core.models import MLP
+from icml25.pfl_tradeoff import (
+    LeastSquares,
+    SoftmaxRegression,
+    TorchProblem,
+    adaptive_lambda,
+    fedclup,
+    local_update,
+    pfl_optimum,
+    server_update,
+)
+
+
+def _clients(seed=0, m=5, n=40, d=4, R=0.5):
+    rng = np.random.default_rng(seed)
+    w_g = rng.normal(size=d)
+    out = []
+    for _ in range(m):
+        X = rng.normal(size=(n, d))
+        w = w_g + R * rng.normal(size=d) / math.sqrt(d)
+        out.append(LeastSquares(X, X @ w + rng.normal(size=n)))
+    return out
+
+
+def _objective_grad(problems, lam, w_g, w_locals):
+    m = len(problems)
+    g_loc = [(pr.grad(w) + lam * (w - w_g)) / m for pr, w in zip(problems, w_locals, strict=True)]
+    g_glob = sum(lam * (w_g - w) for w in w_locals) / m
+    return g_loc, g_glob
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.05, 1.0, 30.0])
+def test_closed_form_optimum_is_stationary_and_the_algorithms_fixed_point(lam):
+    problems = _clients()
+    w_g, w_loc = pfl_optimum(problems, lam)
+    g_loc, g_glob = _objective_grad(problems, lam, w_g, w_loc)
+    assert max(np.abs(g).max() for g in g_loc) < 1e-12
+    if lam > 0:
+        assert np.abs(g_glob).max() < 1e-12
+    res = fedclup(problems, lam, rounds=400, local_steps=100)
+    np.testing.assert_allclose(res.w_global, w_g, atol=1e-8)
+    for a, b in zip(res.w_locals, w_loc, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-8)
+
+
+def test_lambda_zero_is_local_least_squares():
+    problems = _clients(1)
+    _, w_loc = pfl_optimum(problems, 0.0)
+    for pr, w in zip(problems, w_loc, strict=True):
+        np.testing.assert_allclose(w, np.linalg.lstsq(pr.X, pr.y, rcond=None)[0], atol=1e-10)
+
+
+def test_large_lambda_approaches_fedavgs_single_model():
+    problems = _clients(2)
+    pooled = np.linalg.solve(sum(p.A for p in problems), sum(p.b for p in problems))
+    w_g, w_loc = pfl_optimum(problems, 1e6)
+    np.testing.assert_allclose(w_g, pooled, atol=1e-5)
+    assert max(np.abs(w - pooled).max() for w in w_loc) < 1e-5
+
+
+def test_flower_equals_the_in_process_runner():
+    pytest.importorskip("flwr")
+    from icml25.pfl_tradeoff.flower import run_in_process
+
+    problems = _clients(3)
+    smooth = max(p.smoothness for p in problems)
+    for lam in (0.0, 0.3, 5.0):
+        ref = fedclup(problems, lam, rounds=6, local_steps=7)
+        w_g, w_loc = run_in_process(
+            lambda i, _n: problems[i],
+            len(problems),
+            lam,
+            rounds=6,
+            local_steps=7,
+            w0=np.zeros(4),
+            smoothness=smooth,
+        )
+        np.testing.assert_allclose(w_g, ref.w_global, atol=1e-12)
+        for a, b in zip(w_loc, ref.w_locals, strict=True):
+            np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_server_step_with_unit_step_is_the_average():
+    w_g = np.array([1.0, 1.0])
+    locs = [np.array([0.0, 2.0]), np.array([2.0, 4.0])]
+    np.testing.assert_allclose(server_update(w_g, locs, [1, 1], 2.0, 0.5), [1.0, 3.0])
+
+
+def test_local_update_is_gd_on_the_proximal_objective():
+    pr = _clients(4)[0]
+    w_g, w0 = np.ones(4), np.zeros(4)
+    w = local_update(pr, w0, w_g, 0.7, 3, lr=0.1)
+    ref = w0.copy()
+    for _ in range(3):
+        ref = ref - 0.1 * (pr.A @ ref - pr.b + 0.7 * (ref - w_g))
+    np.testing.assert_allclose(w, ref, atol=1e-14)
+
+
+def test_softmax_and_torch_gradients_match_finite_differences():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 5)), rng.integers(0, 3, size=30)
+    sm = SoftmaxRegression(X, y, 3)
+    w = rng.normal(size=15) * 0.3
+    num = np.array([(sm.loss(w + 1e-6 * e) - sm.loss(w - 1e-6 * e)) / 2e-6 for e in np.eye(15)])
+    np.testing.assert_allclose(sm.grad(w), num, atol=1e-7)
+    torch.manual_seed(0)
+    net = MLP(5, (4,), 3)
+    tp = TorchProblem(net, torch.tensor(X, dtype=torch.float32), torch.tensor(y), smoothness=1.0)
+    w0 = tp.initial()
+    e = np.zeros_like(w0)
+    e[3] = 1.0
+    num3 = (tp.loss(w0 + 1e-3 * e) - tp.loss(w0 - 1e-3 * e)) / 2e-3
+    assert tp.grad(w0)[3] == pytest.approx(num3, rel=1e-2, abs=1e-4)
+
+
+def test_adaptive_lambda_is_the_codes_rule():
+    assert adaptive_lambda(1.0, 200) == pytest.approx(5 / 200)
+    assert adaptive_lambda(0.01, 200) == pytest.approx(5 / (math.sqrt(200) * 0.01))
+    with pytest.raises(ValueError, match="r_est"):
+        adaptive_lambda(0.0, 10)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: fedclup(_clients(), -1.0), "lam must be"),
+        (lambda: fedclup(_clients(), float("nan")), "lam must be"),
+        (lambda: fedclup([], 1.0), "at least one client"),
+        (lambda: fedclup(_clients(), 1.0, rounds=0), "positive integers"),
+        (lambda: fedclup([*_clients(d=3), *_clients(d=4)], 1.0), "one model dimension"),
+        (lambda: LeastSquares(np.zeros((0, 3)), np.zeros(0)), "non-empty"),
+        (lambda: LeastSquares(np.zeros((4, 3)), np.zeros(5)), "same length"),
+        (lambda: SoftmaxRegression(np.zeros((2, 3)), [0, 5], 3), r"labels must be in \[0, 3\)"),
+    ],
+)
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
