@@ -56,6 +56,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/signsgd_risk_ode_vs_simulation.py
 	$(BIN)/python benchmarks/pan_privacy_costs.py
 	$(BIN)/python benchmarks/it3_cost.py
+	$(BIN)/python benchmarks/pointwise_info_cost.py
+	$(BIN)/python benchmarks/backslash_costs.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

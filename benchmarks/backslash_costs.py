@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 import zlib
 from pathlib import Path
 
@@ -25,16 +24,9 @@ import torch
 from scipy.stats import gennorm
 from torch import nn
 
+from _timing import mean_seconds
 from icml25.backslash import BackSlash, load_compressed, save_compressed
 from icml25.core.models import MLP
-
-
-def _t(fn, repeats: int = 3) -> float:
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - t0) / repeats
 
 
 def main() -> None:
@@ -57,14 +49,14 @@ def main() -> None:
         path, raw = Path(d) / "m.bs", Path(d) / "m.pt"
         stats = save_compressed(model, path, 1e-3)
         load_compressed(path, model)  # from here on, every coder sees the same quantised weights
-        t_enc = _t(lambda: save_compressed(model, path, 1e-3))
-        t_dec = _t(lambda: load_compressed(path, model))
-        t_save = _t(lambda: torch.save(model.state_dict(), raw))
-        t_load = _t(lambda: model.load_state_dict(torch.load(raw)))
+        t_enc = mean_seconds(lambda: save_compressed(model, path, 1e-3))
+        t_dec = mean_seconds(lambda: load_compressed(path, model))
+        t_save = mean_seconds(lambda: torch.save(model.state_dict(), raw))
+        t_load = mean_seconds(lambda: model.load_state_dict(torch.load(raw)))
         blob = b"".join(m.weight.detach().numpy().tobytes() for m in model)
-        t_zip = _t(lambda: zlib.compress(blob, 6), 1)
+        t_zip = mean_seconds(lambda: zlib.compress(blob, 6), 1)
         zipped = zlib.compress(blob, 6)
-        t_unzip = _t(lambda: zlib.decompress(zipped), 1)
+        t_unzip = mean_seconds(lambda: zlib.decompress(zipped), 1)
     rows = [
         ("BackSlash format", stats.bits_per_coded_param, t_enc, t_dec),
         ("torch.save fp32", 32.0, t_save, t_load),
@@ -95,7 +87,7 @@ def main() -> None:
         return step
 
     plain, rated = make(False), make(True)
-    t_plain, t_rate = _t(plain, 50), _t(rated, 50)
+    t_plain, t_rate = mean_seconds(plain, 50), mean_seconds(rated, 50)
     print(
         f"training step (MLP 784-256-128-10, batch 128, Adam): plain {1e3 * t_plain:.2f} ms, "
         f"with BackSlash {1e3 * t_rate:.2f} ms, ratio {t_rate / t_plain:.2f}x"

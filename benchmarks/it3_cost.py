@@ -10,23 +10,15 @@ depend on training). Run: ``python benchmarks/it3_cost.py [--steps 10] [--repeat
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from _timing import mean_seconds
 from icml25.core.models import SmallCNN
 from icml25.it3 import IT3, ZigZag, tent, zigzag_recursion
 from icml25.it3.reproduce import DenseGNN, random_graphs
-
-
-def _ms(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return 1e3 * (time.perf_counter() - t0) / repeats
 
 
 def main() -> None:
@@ -67,7 +59,7 @@ def _table(title: str, rows: dict[str, Callable[[], object]], repeats: int) -> N
     print(f"\n{title}")
     base = None
     for name, fn in rows.items():
-        ms = _ms(fn, repeats)
+        ms = 1e3 * mean_seconds(fn, repeats)
         base = base or ms
         print(f"  {name:<22} {ms:8.2f} ms/batch   {ms / base:6.1f}x plain")
 

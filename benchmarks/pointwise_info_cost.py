@@ -12,23 +12,14 @@ against a forward pass of the MLP the features could come from. Run:
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import numpy as np
 import torch
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 
+from _timing import mean_seconds
 from icml25.core.models import MLP
 from icml25.pointwise_info import PMI, PSI, aupr_error, auroc, fpr_at_95tpr, softmax
-
-
-def _s(fn: Callable[[], object], repeats: int = 3) -> float:
-    fn()
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    return (time.perf_counter() - t0) / repeats
 
 
 def main() -> None:
@@ -50,7 +41,7 @@ def main() -> None:
         ("AUPR-Error", lambda: aupr_error(conf, ok), lambda: average_precision_score(~ok, -conf)),
         ("FPR@95TPR", lambda: fpr_at_95tpr(conf, ok), sk_fpr),
     ):
-        a, b = _s(ours), _s(ref)
+        a, b = mean_seconds(ours), mean_seconds(ref)
         print(f"  {name:<11} ours {a:.3f}  sklearn {b:.3f}  ratio {a / b:.2f}")
 
     m, k, d = args.m, 10, 64
@@ -67,15 +58,15 @@ def main() -> None:
         with torch.no_grad():
             mlp(x)
 
-    t_soft = _s(lambda: softmax(logits))
-    t_fwd = _s(forward)
+    t_soft = mean_seconds(lambda: softmax(logits))
+    t_fwd = mean_seconds(forward)
     print(f"scoring m = {m:,} samples, {d}-d features, {k} classes (seconds)")
     print(f"  softmax of logits (MSP baseline) {t_soft:.4f}; MLP 784-256-64-10 forward {t_fwd:.4f}")
     for name, fn in (
         ("PSI score_samples", lambda: psi.score_samples(test)),
         ("PMI score_samples", lambda: pmi.score_samples(test)),
     ):
-        t = _s(fn)
+        t = mean_seconds(fn)
         print(f"  {name:<18} {t:.4f}  x{t / t_soft:.0f} softmax, x{t / t_fwd:.1f} forward")
 
 

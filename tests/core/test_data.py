@@ -94,3 +94,18 @@ def test_stdlib_docstrings_are_labelled_by_package():
     assert len(texts) == len(labels) > 50
     assert set(labels.tolist()) == {0, 1}
     assert all(len(t.split()) >= 3 for t in texts)
+
+
+def test_image_benchmark_falls_back_to_mnist_5k(monkeypatch):
+    from icml25.core.data import load_image_benchmark, load_mnist_5k, loaders
+
+    def missing(*_a, **_k):
+        raise FileNotFoundError("no Fashion-MNIST here")
+
+    monkeypatch.setattr(loaders, "load_fashion_mnist", missing)
+    X, y, Xt, yt, name = load_image_benchmark(mnist_test=1000)
+    X5, y5 = load_mnist_5k()
+    assert name.startswith("MNIST-5k")
+    np.testing.assert_array_equal(Xt, X5[:1000])
+    np.testing.assert_array_equal(X, X5[1000:])
+    assert len(yt) == 1000 and len(y) == 4000

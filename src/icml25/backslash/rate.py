@@ -73,12 +73,12 @@ def gg_shape(theta: torch.Tensor | np.ndarray, bounds: tuple[float, float] = NU_
 
 def gg_rate(params: Iterable[torch.Tensor], nu: float, reduction: str = "mean") -> float:
     """``R = (1/N) sum |theta_i|^nu`` over all the tensors (``reduction="sum"``: no 1/N)."""
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     total, count = 0.0, 0
     for p in params:
         total += float(p.detach().abs().double().pow(nu).sum())
         count += p.numel()
-    if reduction not in ("mean", "sum"):
-        raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     return total / max(count, 1) if reduction == "mean" else total
 
 

@@ -31,6 +31,7 @@ run.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import tempfile
@@ -55,12 +56,7 @@ from icml25.backslash.coding import (
 )
 from icml25.backslash.rate import BackSlash, default_rate_params
 from icml25.core.claims import Claim, Rule
-from icml25.core.data import (
-    load_fashion_mnist,
-    load_fortunes,
-    load_mnist_5k,
-    load_stdlib_docstrings,
-)
+from icml25.core.data import load_fortunes, load_image_benchmark, load_stdlib_docstrings
 from icml25.core.models import MLP, TrainConfig, train
 from icml25.core.runner import RunContext
 
@@ -268,14 +264,7 @@ class Task:
 
 def image_task(b: Budget, seed: int, tiny: bool) -> Task:
     rng = np.random.default_rng(seed)
-    try:
-        X, y = load_fashion_mnist("train")
-        Xt, yt = load_fashion_mnist("test")
-        data = "Fashion-MNIST"
-    except FileNotFoundError:
-        X, y = load_mnist_5k()
-        Xt, yt, X, y = X[:1500], y[:1500], X[1500:], y[1500:]
-        data = "MNIST-5k (Fashion-MNIST not installed)"
+    X, y, Xt, yt, data = load_image_benchmark(mnist_test=1500)
     idx = rng.permutation(len(X))
     n_tr = min(b.image_train, len(X) - 2000 if len(X) > 4000 else len(X) // 2)
     tr, va = idx[:n_tr], idx[n_tr : n_tr + min(2000, len(X) - n_tr)]
@@ -347,8 +336,6 @@ def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
 
 def coded_copy(model: nn.Module, delta: float) -> nn.Module:
     """The decoded model: rate-constrained weights quantised with ``delta`` (others exact)."""
-    import copy
-
     out = copy.deepcopy(model)
     with torch.no_grad():
         for _, p in default_rate_params(out):
@@ -423,8 +410,6 @@ def at_bits(task: Task, model: nn.Module, target: float) -> float:
 
 def pruned_at_bits(task: Task, model: nn.Module, target: float) -> float:
     """Test accuracy after global magnitude pruning to ``target`` bits at the same delta."""
-    import copy
-
     lo, hi = 0.0, 1.0
     for _ in range(20):
         mid = 0.5 * (lo + hi)
@@ -441,8 +426,6 @@ def pruned_at_bits(task: Task, model: nn.Module, target: float) -> float:
 
 def prune_drop(task: Task, model: nn.Module, fraction: float = 0.8) -> float:
     """Test accuracy (decoded) before minus after global magnitude pruning, points."""
-    import copy
-
     before = accuracy(coded_copy(model, task.delta), task.X_test, task.y_test)
     m = copy.deepcopy(model)
     magnitude_prune([p for _, p in default_rate_params(m)], fraction)
@@ -523,10 +506,6 @@ def run_family(name: str, b: Budget, seed: int, ctx: RunContext) -> dict[str, An
             k: max(at_bits(task, p.model, chosen.bits) for p in pts) for k, pts in curves.items()
         }
     return out
-
-
-def _seeds(ctx: RunContext) -> tuple[int, ...]:
-    return ctx.seeds
 
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:

@@ -35,16 +35,14 @@ from icml25.pfl_tradeoff.fedclup import (
 )
 
 
-def _flwr() -> Any:
+def _require_flwr() -> None:
+    """Every entry point calls this first: a missing extra says how to install it."""
     try:
         import flwr  # noqa: F401
     except ImportError as exc:  # pragma: no cover - exercised without the extra
         raise ImportError(
             "FedCLUP on Flower needs the [fed] extra: pip install 'icml25[fed]'"
         ) from exc
-    import flwr.app as app
-
-    return app
 
 
 def make_strategy(
@@ -57,6 +55,7 @@ def make_strategy(
     **fedavg: Any,
 ) -> Any:
     """A :class:`FedCLUPStrategy` (built lazily so that ``flwr`` stays optional)."""
+    _require_flwr()
     from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
     from flwr.serverapp import Grid
     from flwr.serverapp.strategy import FedAvg
@@ -107,6 +106,7 @@ def make_strategy(
 
 def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
     """A Flower ``ClientApp`` running FedCLUP's local step for the problem of its partition."""
+    _require_flwr()
     from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
@@ -134,6 +134,7 @@ def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
 def make_server_app(strategy_fn: Callable[[Any], Any], initial: Callable[[Any], np.ndarray]) -> Any:
     """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``initial(context)`` read
     the run config; the number of rounds is ``num-server-rounds``."""
+    _require_flwr()
     from flwr.app import ArrayRecord
     from flwr.serverapp import ServerApp
 
@@ -171,6 +172,7 @@ def in_process_grid(
 ) -> Any:
     """A Flower ``Grid`` whose nodes are ``client_app`` with their own ``Context`` (state kept
     across rounds), called in this process. Node ``i + 1`` has ``partition-id = i``."""
+    _require_flwr()
     from flwr.app import Context, Message, RecordDict
     from flwr.serverapp import Grid
 
@@ -249,7 +251,7 @@ def run_in_process(
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """FedCLUP through Flower's real strategy and client app on an :func:`in_process_grid`.
     Returns the global model and every client's model (from its ``context.state``)."""
-    _flwr()
+    _require_flwr()
     import logging
 
     from flwr.app import ArrayRecord

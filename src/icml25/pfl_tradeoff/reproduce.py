@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from icml25.core.claims import Claim, Rule
-from icml25.core.data import load_fashion_mnist, load_mnist_5k
+from icml25.core.data import load_image_benchmark
 from icml25.core.models import SmallCNN
 from icml25.core.runner import RunContext
 from icml25.pfl_tradeoff.fedclup import (
@@ -166,10 +166,6 @@ def errors_at(
     return ind, float(np.sum((w_g - w_g_star) ** 2))
 
 
-def local_error(problems: list[LeastSquares], w_star: np.ndarray, lam: float) -> float:
-    return errors_at(problems, w_star, np.zeros(w_star.shape[1]), lam)[0]
-
-
 def run_synthetic(b: Budget, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     errors = {R: np.zeros(len(LAMBDAS)) for R in R_VALUES}
@@ -182,7 +178,7 @@ def run_synthetic(b: Budget, seed: int) -> dict[str, Any]:
             errors[R] += both[:, 0]
             global_errors[R] += both[:, 1]
             r_true = float(np.mean(np.linalg.norm(w_star - w_g, axis=1)))
-            adaptive[R] += local_error(problems, w_star, adaptive_lambda(r_true, 50))
+            adaptive[R] += errors_at(problems, w_star, w_g, adaptive_lambda(r_true, 50))[0]
     errors = {R: e / b.reps for R, e in errors.items()}
     global_errors = {R: e / b.reps for R, e in global_errors.items()}
     adaptive = {R: a / b.reps for R, a in adaptive.items()}
@@ -201,12 +197,7 @@ def run_synthetic(b: Budget, seed: int) -> dict[str, Any]:
 def image_clients(
     b: Budget, seed: int, classes_per_client: int = 3, clients: int = 10
 ) -> tuple[list[Any], str]:
-    try:
-        X, y = load_fashion_mnist("train")
-        data = "Fashion-MNIST"
-    except FileNotFoundError:
-        X, y = load_mnist_5k()
-        data = "MNIST-5k (Fashion-MNIST not installed)"
+    X, y, _, _, data = load_image_benchmark(mnist_test=0)  # clients split the training set
     rng = np.random.default_rng(seed)
     by_class = {c: list(rng.permutation(np.flatnonzero(y == c))) for c in range(10)}
     out = []

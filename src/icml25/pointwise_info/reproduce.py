@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from icml25.core.claims import Claim, Rule
-from icml25.core.data import load_fashion_mnist, load_mnist_5k
+from icml25.core.data import load_image_benchmark, load_mnist_5k
 from icml25.core.models import MLP, SmallCNN, TrainConfig, train
 from icml25.core.runner import RunContext
 from icml25.pointwise_info.confidence import doctor, fit_temperature, softmax
@@ -195,14 +195,7 @@ class Split:
 def _split(setting: str, b: Budget, seed: int, tiny: bool) -> Split:
     rng = np.random.default_rng(seed)
     if setting == "cnn":
-        try:
-            X, y = load_fashion_mnist("train")
-            Xt, yt = load_fashion_mnist("test")
-            data = "Fashion-MNIST"
-        except FileNotFoundError:
-            X, y = load_mnist_5k()
-            Xt, yt, X, y = X[:1000], y[:1000], X[1000:], y[1000:]
-            data = "MNIST-5k (Fashion-MNIST not installed)"
+        X, y, Xt, yt, data = load_image_benchmark(mnist_test=1000)
         idx = rng.permutation(len(X))
         tr, va = idx[: b.cnn_train], idx[b.cnn_train : b.cnn_train + b.cnn_val]
         te = rng.permutation(len(Xt))[: b.cnn_test]

@@ -96,6 +96,22 @@ def load_fashion_mnist(
     return X, labels.astype(np.int64)
 
 
+def load_image_benchmark(
+    mnist_test: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """``(X_train, y_train, X_test, y_test, name)``: Fashion-MNIST's official splits, or, when
+    Debian's package is absent, MNIST-5k with its first ``mnist_test`` images as the test set.
+    ``name`` says which one was used."""
+    try:
+        X, y = load_fashion_mnist("train")
+        Xt, yt = load_fashion_mnist("test")
+        return X, y, Xt, yt, "Fashion-MNIST"
+    except FileNotFoundError:
+        X, y = load_mnist_5k()
+        name = "MNIST-5k (Fashion-MNIST not installed)"
+        return X[mnist_test:], y[mnist_test:], X[:mnist_test], y[:mnist_test], name
+
+
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 """Where Debian's ``fortunes`` package puts its category files."""
 
