@@ -108,4 +108,5 @@ def test_image_benchmark_falls_back_to_mnist_5k(monkeypatch):
     assert name.startswith("MNIST-5k")
     np.testing.assert_array_equal(Xt, X5[:1000])
     np.testing.assert_array_equal(X, X5[1000:])
-    assert len(yt) == 1000 and len(y) == 4000
+    np.testing.assert_array_equal(yt, y5[:1000])
+    np.testing.assert_array_equal(y, y5[1000:])
