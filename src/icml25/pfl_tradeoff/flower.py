@@ -9,10 +9,9 @@
   builds the client's problem from its node config, so the app also works when every message
   starts a new process (deployment).
 - :func:`make_server_app` returns a ``ServerApp`` for ``flwr run``.
-- :class:`InProcessGrid` drives the real strategy and client-app objects in one process, with
-  no Ray and no network. Tests use it to check that Flower and the in-process runner give
-  the same models. It sets Flower's task identity, which is internal API: this is why the
-  extra pins flwr 1.42.
+- :func:`run_in_process` drives the real strategy and client-app objects on
+  :func:`icml25.core.flower.in_process_grid` (one process, no Ray, no network). Tests use it
+  to check that Flower and the in-process runner give the same models.
 
 Everything here imports ``flwr`` lazily; the rest of the package does not need it.
 """
@@ -20,12 +19,12 @@ Everything here imports ``flwr`` lazily; the rest of the package does not need i
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
+from icml25.core.flower import in_process_grid, quiet_flwr, require_flwr, task_identity
 from icml25.pfl_tradeoff.fedclup import (
     Problem,
     check_lambda,
@@ -33,16 +32,6 @@ from icml25.pfl_tradeoff.fedclup import (
     server_lr,
     server_update,
 )
-
-
-def _require_flwr() -> None:
-    """Every entry point calls this first: a missing extra says how to install it."""
-    try:
-        import flwr  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise ImportError(
-            "FedCLUP on Flower needs the [fed] extra: pip install 'icml25[fed]'"
-        ) from exc
 
 
 def make_strategy(
@@ -55,7 +44,7 @@ def make_strategy(
     **fedavg: Any,
 ) -> Any:
     """A :class:`FedCLUPStrategy` (built lazily so that ``flwr`` stays optional)."""
-    _require_flwr()
+    require_flwr("FedCLUP on Flower")
     from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
     from flwr.serverapp import Grid
     from flwr.serverapp.strategy import FedAvg
@@ -106,7 +95,7 @@ def make_strategy(
 
 def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
     """A Flower ``ClientApp`` running FedCLUP's local step for the problem of its partition."""
-    _require_flwr()
+    require_flwr("FedCLUP on Flower")
     from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
 
@@ -134,7 +123,7 @@ def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
 def make_server_app(strategy_fn: Callable[[Any], Any], initial: Callable[[Any], np.ndarray]) -> Any:
     """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``initial(context)`` read
     the run config; the number of rounds is ``num-server-rounds``."""
-    _require_flwr()
+    require_flwr("FedCLUP on Flower")
     from flwr.app import ArrayRecord
     from flwr.serverapp import ServerApp
 
@@ -155,90 +144,6 @@ def make_server_app(strategy_fn: Callable[[Any], Any], initial: Callable[[Any], 
     return app
 
 
-@contextmanager
-def _task_identity() -> Iterator[Any]:
-    from flwr.supercore.task_identity import TaskIdentity
-
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 1
-    try:
-        yield TaskIdentity
-    finally:
-        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
-
-
-def in_process_grid(
-    client_app: Any, num_nodes: int, run_config: dict[str, Any] | None = None
-) -> Any:
-    """A Flower ``Grid`` whose nodes are ``client_app`` with their own ``Context`` (state kept
-    across rounds), called in this process. Node ``i + 1`` has ``partition-id = i``."""
-    _require_flwr()
-    from flwr.app import Context, Message, RecordDict
-    from flwr.serverapp import Grid
-
-    class InProcessGrid(Grid):
-        def __init__(self) -> None:
-            self.contexts = {
-                i + 1: Context(
-                    run_id=1,
-                    node_id=i + 1,
-                    node_config={"partition-id": i, "num-partitions": num_nodes},
-                    state=RecordDict(),
-                    run_config=dict(run_config or {}),
-                )
-                for i in range(num_nodes)
-            }
-            self._run: Any = None
-
-        def set_run(self, run: Any) -> None:
-            self._run = run
-
-        @property
-        def run(self) -> Any:
-            return self._run
-
-        def create_message(
-            self,
-            content: Any,
-            message_type: str,
-            dst_node_id: int,
-            group_id: str,
-            ttl: float | None = None,
-        ) -> Any:
-            return Message(
-                content=content,
-                message_type=message_type,
-                dst_node_id=dst_node_id,
-                group_id=group_id,
-            )
-
-        def get_node_ids(self) -> list[int]:
-            return list(self.contexts)
-
-        def push_messages(self, messages: Iterable[Any]) -> Iterable[str]:
-            raise NotImplementedError("InProcessGrid only supports send_and_receive")
-
-        def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Any]:
-            raise NotImplementedError("InProcessGrid only supports send_and_receive")
-
-        def send_and_receive(
-            self, messages: Iterable[Any], *, timeout: float | None = None
-        ) -> list[Any]:
-            from flwr.supercore.task_identity import TaskIdentity
-
-            replies = []
-            for m in messages:
-                node = m.metadata.dst_node_id
-                TaskIdentity.node_id = node
-                try:
-                    replies.append(client_app(m, self.contexts[node]))
-                finally:
-                    TaskIdentity.node_id = 0
-            return replies
-
-    return InProcessGrid()
-
-
 def run_in_process(
     problem_fn: Callable[[int, int], Problem],
     num_clients: int,
@@ -251,16 +156,11 @@ def run_in_process(
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """FedCLUP through Flower's real strategy and client app on an :func:`in_process_grid`.
     Returns the global model and every client's model (from its ``context.state``)."""
-    _require_flwr()
-    import logging
-
+    require_flwr("FedCLUP on Flower")
     from flwr.app import ArrayRecord
 
     app = make_client_app(problem_fn)
-    flwr_log = logging.getLogger("flwr")
-    level = flwr_log.level
-    flwr_log.setLevel(logging.ERROR)  # Flower logs every round at INFO
-    with _task_identity():
+    with task_identity(), quiet_flwr():
         grid = in_process_grid(app, num_clients)
         strategy = make_strategy(
             lam,
@@ -269,13 +169,10 @@ def run_in_process(
             min_train_nodes=num_clients,
             min_available_nodes=num_clients,
         )
-        try:
-            result = strategy.start(
-                grid=grid,
-                initial_arrays=ArrayRecord([np.asarray(w0, dtype=np.float64)]),
-                num_rounds=rounds,
-            )
-        finally:
-            flwr_log.setLevel(level)
+        result = strategy.start(
+            grid=grid,
+            initial_arrays=ArrayRecord([np.asarray(w0, dtype=np.float64)]),
+            num_rounds=rounds,
+        )
     w_locals = [c.state["w-local"].to_numpy_ndarrays()[0] for c in grid.contexts.values()]
     return result.arrays.to_numpy_ndarrays()[0], w_locals
