@@ -15,6 +15,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.pointwise_info",
     "icml25.backslash",
     "icml25.pfl_tradeoff",
+    "icml25.fedgvi",
 )
 
 

@@ -1,0 +1,232 @@
+"""Gaussians in natural parameters, and divergences between Gaussians in closed form.
+
+:class:`NatGaussian` stores ``N(mean, cov)`` by its precision ``J`` and shift ``h = J mean``:
+``J`` is a vector (mean-field, diagonal) or a matrix (full covariance). The same class holds
+the clients' factors ``t_m``, which need not be normalisable (``J`` may be zero or negative
+somewhere), so products and quotients are additions and subtractions of natural parameters.
+
+The divergences take moments as float64 tensors (``var`` a vector for mean-field, a matrix
+for full covariance) so that they can be differentiated; each is ``D(q || p)``:
+
+- :func:`kl` -- ``KL(q || p)``;
+- :func:`reverse_kl` -- ``KL(p || q)``;
+- :func:`weighted_kl` -- ``KL(q || p) / w`` (``w > 1`` weakens the pull to the reference);
+- :func:`alpha_renyi` -- the Renyi divergence of order ``alpha``,
+  ``1/(alpha-1) log int q^alpha p^(1-alpha)``, closed form through
+  ``S = alpha var_p + (1 - alpha) var_q``. It is finite only where ``S`` is positive
+  definite; elsewhere it is ``+inf`` (with finite gradients, so optimisers can back off).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+Tensor = torch.Tensor
+
+
+@dataclass(frozen=True, eq=False)
+class NatGaussian:
+    """A Gaussian (or Gaussian factor) ``exp(h^T x - x^T J x / 2)`` in natural parameters."""
+
+    h: np.ndarray
+    J: np.ndarray
+
+    def __post_init__(self) -> None:
+        h = np.asarray(self.h, dtype=np.float64).reshape(-1)
+        J = np.asarray(self.J, dtype=np.float64)
+        d = h.shape[0]
+        if J.shape not in ((d,), (d, d)):
+            raise ValueError(
+                f"J must have shape ({d},) or ({d}, {d}) for h of length {d}, got {J.shape}"
+            )
+        if not (np.all(np.isfinite(h)) and np.all(np.isfinite(J))):
+            raise ValueError("natural parameters must be finite")
+        if J.ndim == 2:
+            J = (J + J.T) / 2
+        object.__setattr__(self, "h", h)
+        object.__setattr__(self, "J", J)
+
+    @classmethod
+    def from_moments(cls, mean: Any, var: Any) -> NatGaussian:
+        """From a mean and a variance (vector: mean-field; matrix: full; scalar: isotropic)."""
+        mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
+        var = np.asarray(var, dtype=np.float64)
+        if var.ndim == 0:
+            var = np.full(mean.shape, float(var))
+        if var.ndim == 1:
+            if var.shape != mean.shape or np.any(var <= 0) or not np.all(np.isfinite(var)):
+                raise ValueError(
+                    f"var must be positive and finite with shape {mean.shape}, got {var}"
+                )
+            return cls(mean / var, 1.0 / var)
+        if var.shape != (mean.size, mean.size):
+            raise ValueError(f"cov must have shape ({mean.size}, {mean.size}), got {var.shape}")
+        if np.any(np.linalg.eigvalsh((var + var.T) / 2) <= 0):
+            raise ValueError("cov must be positive definite")
+        J = np.linalg.inv(var)
+        return cls(J @ mean, J)
+
+    @classmethod
+    def flat(cls, d: int, full: bool = False) -> NatGaussian:
+        """The uniform factor (all natural parameters zero): every client's ``t_m`` at start."""
+        return cls(np.zeros(d), np.zeros((d, d)) if full else np.zeros(d))
+
+    @property
+    def dim(self) -> int:
+        return int(self.h.shape[0])
+
+    @property
+    def full(self) -> bool:
+        return self.J.ndim == 2
+
+    def min_precision(self) -> float:
+        """Smallest precision eigenvalue; a distribution needs it positive."""
+        return float(np.min(np.linalg.eigvalsh(self.J) if self.full else self.J))
+
+    def is_proper(self) -> bool:
+        return self.min_precision() > 0
+
+    def _need_proper(self) -> None:
+        if not self.is_proper():
+            raise ValueError(
+                f"not a normalisable Gaussian: smallest precision is {self.min_precision():.3g}"
+            )
+
+    @property
+    def mean(self) -> np.ndarray:
+        self._need_proper()
+        return np.linalg.solve(self.J, self.h) if self.full else self.h / self.J
+
+    @property
+    def var(self) -> np.ndarray:
+        """The variance vector (mean-field) or the covariance matrix (full)."""
+        self._need_proper()
+        return np.linalg.inv(self.J) if self.full else 1.0 / self.J
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.mean, self.var
+
+    def _other(self, other: NatGaussian) -> NatGaussian:
+        if not isinstance(other, NatGaussian) or other.dim != self.dim or other.full != self.full:
+            raise ValueError("both Gaussians must have the same dimension and covariance kind")
+        return other
+
+    def __mul__(self, other: NatGaussian) -> NatGaussian:
+        o = self._other(other)
+        return NatGaussian(self.h + o.h, self.J + o.J)
+
+    def __truediv__(self, other: NatGaussian) -> NatGaussian:
+        o = self._other(other)
+        return NatGaussian(self.h - o.h, self.J - o.J)
+
+    def __pow__(self, power: float) -> NatGaussian:
+        return NatGaussian(power * self.h, power * self.J)
+
+    def clip_precision(self, floor: float) -> tuple[NatGaussian, int]:
+        """The same mean direction with every precision eigenvalue below ``floor`` raised to it.
+        Returns the clipped Gaussian and how many eigenvalues were raised (0: unchanged)."""
+        if self.full:
+            w, V = np.linalg.eigh(self.J)
+            low = int(np.sum(w < floor))
+            if not low:
+                return self, 0
+            # keep h's component in each eigen-direction proportional to its new precision
+            coef = V.T @ self.h
+            scale = np.where(w < floor, floor / np.where(w == 0, 1.0, w), 1.0)
+            scale = np.where((w < floor) & (w <= 0), 0.0, scale)
+            return NatGaussian(V @ (coef * scale), (V * np.maximum(w, floor)) @ V.T), low
+        low = int(np.sum(self.J < floor))
+        if not low:
+            return self, 0
+        J = np.maximum(self.J, floor)
+        # a coordinate with a positive precision keeps its mean; one without a mean gets 0
+        h = np.where(self.J > 0, self.h * J / np.where(self.J > 0, self.J, 1.0), 0.0)
+        return NatGaussian(h, J), low
+
+    def to_arrays(self) -> list[np.ndarray]:
+        return [self.h, self.J]
+
+    @classmethod
+    def from_arrays(cls, arrays: list[np.ndarray]) -> NatGaussian:
+        if len(arrays) != 2:
+            raise ValueError(f"expected [h, J], got {len(arrays)} arrays")
+        return cls(arrays[0], arrays[1])
+
+
+def _t(x: Any) -> Tensor:
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def _check(mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> bool:
+    if mq.shape != mp.shape or vq.shape != vp.shape or vq.shape not in (mq.shape, mq.shape * 2):
+        raise ValueError(
+            f"moment shapes must agree: means {tuple(mq.shape)}, {tuple(mp.shape)}; "
+            f"variances {tuple(vq.shape)}, {tuple(vp.shape)}"
+        )
+    return vq.ndim == 2
+
+
+def kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
+    """``KL(N(mq, vq) || N(mp, vp))``."""
+    mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    diff = mp - mq
+    if _check(mq, vq, mp, vp):
+        Lp = torch.linalg.cholesky(vp)
+        trace = torch.cholesky_solve(vq, Lp).diagonal().sum()
+        maha = (torch.cholesky_solve(diff[:, None], Lp)[:, 0] * diff).sum()
+        logdet = 2 * torch.log(Lp.diagonal()).sum() - torch.linalg.slogdet(vq)[1]
+        return 0.5 * (trace + maha - mq.numel() + logdet)
+    return 0.5 * torch.sum(vq / vp + diff**2 / vp - 1 + torch.log(vp) - torch.log(vq))
+
+
+def reverse_kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
+    """``KL(N(mp, vp) || N(mq, vq))``: the reference's mass must be covered (mode covering)."""
+    return kl(mp, vp, mq, vq)
+
+
+def weighted_kl(mq: Any, vq: Any, mp: Any, vp: Any, w: float) -> Tensor:
+    """``KL(q || p) / w``."""
+    if not w > 0:
+        raise ValueError(f"w must be positive, got {w}")
+    return kl(mq, vq, mp, vp) / w
+
+
+def alpha_renyi(mq: Any, vq: Any, mp: Any, vp: Any, alpha: float) -> Tensor:
+    """Renyi divergence ``D_alpha(q || p)`` between Gaussians (``alpha > 0``, ``alpha != 1``).
+
+    ``1/2 d^T S^-1 d - log|S| / (2 alpha (alpha-1)) - log|vq| / (2 alpha)
+    + log|vp| / (2 (alpha-1))`` with ``S = alpha vp + (1-alpha) vq``; ``+inf`` where ``S`` is
+    not positive definite (``alpha > 1`` and ``vq`` too broad against ``vp``)."""
+    if not (alpha > 0 and alpha != 1):
+        raise ValueError(f"alpha must be positive and not 1, got {alpha}")
+    mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    diff = mq - mp
+    S = alpha * vp + (1 - alpha) * vq
+    if _check(mq, vq, mp, vp):
+        eig = torch.linalg.eigvalsh(S)
+        valid = bool(eig.min() > 0)
+        S_safe = S if valid else torch.eye(S.shape[0], dtype=S.dtype)
+        maha = diff @ torch.linalg.solve(S_safe, diff)
+        logdet_S = torch.linalg.slogdet(S_safe)[1]
+        logdet_q = torch.linalg.slogdet(vq)[1]
+        logdet_p = torch.linalg.slogdet(vp)[1]
+    else:
+        valid = bool(torch.all(S > 0))
+        S_safe = torch.where(S > 0, S, torch.ones_like(S))
+        maha = torch.sum(diff**2 / S_safe)
+        logdet_S = torch.log(S_safe).sum()
+        logdet_q = torch.log(vq).sum()
+        logdet_p = torch.log(vp).sum()
+    value = (
+        0.5 * maha
+        - logdet_S / (2 * alpha * (alpha - 1))
+        - logdet_q / (2 * alpha)
+        + logdet_p / (2 * (alpha - 1))
+    )
+    if not valid:
+        return value * 0 + torch.inf  # keeps the graph; gradients are zero, not NaN
+    return value
