@@ -428,7 +428,7 @@ def server_step(
         objective,
         begin,
         method="lbfgs",
-        optimizer=replace_method(optimizer),
+        optimizer=_as_lbfgs(optimizer),
         fallback=prior,
         var_bound=_bound(divergence, v_p),
     )
@@ -439,7 +439,7 @@ def _bound(divergence: Any, v_ref: Tensor) -> np.ndarray | None:
     return bound(v_ref.numpy()) if bound is not None else None
 
 
-def replace_method(optimizer: LocalOptimizer) -> LocalOptimizer:
+def _as_lbfgs(optimizer: LocalOptimizer) -> LocalOptimizer:
     return (
         optimizer
         if optimizer.method == "lbfgs"

@@ -10,7 +10,9 @@
   :func:`~icml25.fedgvi.fedgvi.client_step` with the client's own factor ``t_m``, kept in
   ``context.state`` across rounds. ``client_fn(partition_id, num_partitions)`` builds the
   client's :class:`~icml25.fedgvi.fedgvi.Client` (data, loss, divergence, damping).
-- :func:`run_in_process` runs both on :func:`icml25.core.flower.in_process_grid`.
+- :func:`make_server_app` returns a ``ServerApp`` for ``flwr run``
+  (``examples/flower_fedgvi``); :func:`run_in_process` runs both on
+  :func:`icml25.core.flower.in_process_grid`.
 
 Everything imports ``flwr`` lazily.
 """
@@ -135,6 +137,37 @@ def make_client_app(
         metrics = MetricRecord({"num-examples": client.model.n, "factor-change": size})
         reply = RecordDict({"arrays": ArrayRecord(change.to_arrays()), "metrics": metrics})
         return Message(reply, reply_to=msg)
+
+    return app
+
+
+def make_server_app(
+    strategy_fn: Callable[[Any], Any], prior_fn: Callable[[Any], NatGaussian]
+) -> Any:
+    """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``prior_fn(context)`` read
+    the run config; the number of rounds is ``num-server-rounds``."""
+    require_flwr("FedGVI on Flower")
+    import logging
+
+    from flwr.app import ArrayRecord
+    from flwr.serverapp import ServerApp
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Any, context: Any) -> None:
+        rounds = int(context.run_config.get("num-server-rounds", 10))
+        prior = prior_fn(context)
+        result = strategy_fn(context).start(
+            grid=grid, initial_arrays=ArrayRecord(prior.to_arrays()), num_rounds=rounds
+        )
+        q = NatGaussian.from_arrays(result.arrays.to_numpy_ndarrays())
+        logging.getLogger("flwr").info(
+            "FedGVI q after %d rounds: mean %s, var %s",
+            rounds,
+            np.array2string(q.mean, precision=10),
+            np.array2string(q.var, precision=10),
+        )
 
     return app
 

@@ -22,9 +22,10 @@ class-1 labels are flipped to 0 (asymmetric). Priors: tight ``N(0, 0.01 I)`` and
 ``N(0, I)``. Methods: PVI (NLL + KL), FedGVI-GCE (generalised cross-entropy, ``b = 0.5``),
 FedGVI-AR (NLL, AR server), GCE+AR; all mean-field, Adam on reparameterised Monte Carlo
 samples, damping ``1/M`` (the paper's choice for its BNNs; with damping 1 the synchronous
-updates oscillated, PVI's included, in the first tiny run). FedAvg (point-estimate logistic regression, local gradient steps) is the
-frequentist baseline. Metrics on the test split: accuracy, NLL, ECE (15 bins, from
-:func:`icml25.pointwise_info.metrics.ece`), with the predictive averaged over 500 draws.
+updates oscillated, PVI's included, in the first tiny run). FedAvg (point-estimate logistic
+regression, local gradient steps) is the frequentist baseline. Metrics on the test split:
+accuracy, NLL, ECE (15 bins, from :func:`icml25.pointwise_info.metrics.ece`), with the
+predictive averaged over 500 draws.
 
 The claims' rules come from the brief and were fixed before the first run.
 """
