@@ -174,3 +174,22 @@ def test_flower_strategy_and_client_app_match_the_loop():
     np.testing.assert_allclose(q.var, loop.q.var, rtol=1e-10)
     for a, b in zip(factors, loop.factors, strict=True):
         np.testing.assert_allclose(a.J, b.J, rtol=1e-10)
+
+
+def test_minibatches_are_unbiased_and_init_only_moves_the_start():
+    prior = NatGaussian.from_moments([0.0], [10.0])
+    model = GaussianLocation(np.concatenate(XS[1:]))
+    assert model.take(torch.arange(5)).n == 5
+    exact = local_posterior(prior, model)
+    opt = LocalOptimizer(method="adam", steps=3000, lr=0.02, samples=64, batch_size=16)
+    mc = local_posterior(
+        prior, model, conjugate=False, optimizer=opt, generator=torch.Generator().manual_seed(0)
+    )
+    assert abs(mc.mean[0] - exact.mean[0]) < 0.03
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        LocalOptimizer(batch_size=0)
+    # a conjugate run ignores where an optimiser would start
+    clients = [Client(GaussianLocation(x)) for x in XS]
+    a = fedgvi(prior, clients, 2)
+    b = fedgvi(prior, clients, 2, init=NatGaussian.from_moments([5.0], [1e-3]))
+    np.testing.assert_array_equal(a.q.h, b.q.h)

@@ -94,13 +94,15 @@ class LocalOptimizer:
 
     ``method="auto"``: L-BFGS when the expected loss has a closed form, else Adam on ``samples``
     reparameterised Monte Carlo samples for ``steps`` steps at learning rate ``lr`` (the
-    paper's logistic regression: 150 samples, 500 steps, lr 0.01)."""
+    paper's logistic regression: 150 samples, 500 steps, lr 0.01). ``batch_size``: Adam
+    estimates the data term on random minibatches, scaled by ``N / batch_size``."""
 
     method: str = "auto"
     steps: int = 500
     lr: float = 0.01
     samples: int = 150
     lbfgs_iter: int = 500
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "lbfgs", "adam"):
@@ -110,6 +112,10 @@ class LocalOptimizer:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.batch_size is not None and not (
+            isinstance(self.batch_size, int) and self.batch_size > 0
+        ):
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
 
 
 # --- variational parameters -------------------------------------------------------------
@@ -338,12 +344,20 @@ def local_posterior(
     if method == "lbfgs" and not closed:
         raise ValueError(f"{type(loss).__name__} has no closed-form expectation for this model")
 
+    batch = optimizer.batch_size
+    if batch is not None and batch >= model.n:
+        batch = None
+
     def objective(q: _Variational, eps: Tensor | None) -> Tensor:
         var = q.var()
         if eps is None:
             data = loss.expected(model, q.mu, var)
-        else:
+        elif batch is None:
             data = loss.per_point(model, q.sample(eps)).sum(1).mean(0)  # mean over samples
+        else:
+            idx = torch.randperm(model.n, generator=generator)[:batch]
+            part = loss.per_point(model.take(idx), q.sample(eps)).sum(1).mean(0)
+            data = part * (model.n / batch)
         return data + divergence(q.mu, var, m_cav, v_cav)
 
     return minimise(
@@ -370,8 +384,10 @@ def client_step(
     conjugate: bool | str = "auto",
     clip_factors: bool = False,
     generator: torch.Generator | None = None,
+    start: NatGaussian | None = None,
 ) -> ClientUpdate:
-    """One FedGVI client step from the global ``q`` and the client's factor ``t_m``."""
+    """One FedGVI client step from the global ``q`` and the client's factor ``t_m``.
+    ``start`` is where a non-conjugate optimisation begins (default: ``q``)."""
     if not 0 < damping <= 1:
         raise ValueError(f"damping must lie in (0, 1], got {damping}")
     events: Counter[str] = Counter()
@@ -384,7 +400,7 @@ def client_step(
         model,
         loss,
         divergence,
-        start=q if q.is_proper() else None,
+        start=start if start is not None else (q if q.is_proper() else None),
         optimizer=optimizer,
         conjugate=conjugate,
         generator=generator,
@@ -510,9 +526,12 @@ def fedgvi(
     seed: int = 0,
     tol: float | None = None,
     progress: Callable[[int, NatGaussian], None] | None = None,
+    init: NatGaussian | None = None,
 ) -> FedGVIResult:
     """Synchronous FedGVI: every client updates from the same ``q``, then the server step.
-    Stops early once the global mean moves by at most ``tol``."""
+    Stops early once the global mean moves by at most ``tol``. ``init`` is where the first
+    round's local optimisations start (e.g. random means and small variances for a BNN,
+    whose prior is too broad a starting point); later rounds start from ``q``."""
     if not prior.is_proper():
         raise ValueError("the prior must be a proper Gaussian")
     if not clients:
@@ -535,6 +554,7 @@ def fedgvi(
                 conjugate=conjugate,
                 clip_factors=clip_factors,
                 generator=generator,
+                start=init if r == 0 else None,
             )
             for c, t in zip(clients, factors, strict=True)
         ]

@@ -8,12 +8,14 @@
   flat vector ``theta`` (``hidden=()`` is multinomial logistic regression); a Bayesian
   neural network under a Gaussian posterior.
 
-``log_power_integral(theta, c)`` is ``log int p(z | x_i, theta)^c dz`` (a sum over classes
-for classifiers); the density-power and gamma losses need it.
+``take(idx)`` gives the same model on a minibatch. ``log_power_integral(theta, c)`` is
+``log int p(z | x_i, theta)^c dz`` (a sum over classes for classifiers); the density-power
+and gamma losses need it.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from typing import Any
@@ -78,6 +80,12 @@ class GaussianLocation:
         sq = ((self.x[None] - theta[:, None]) ** 2).sum(-1)
         return -0.5 * sq / self.sigma2 - 0.5 * self.dim * math.log(2 * math.pi * self.sigma2)
 
+    def take(self, idx: Tensor) -> GaussianLocation:
+        """The same model on the points ``idx`` (a minibatch)."""
+        out = copy.copy(self)
+        out.x = self.x[idx]
+        return out
+
     def log_power_integral(self, theta: Tensor, c: float) -> Tensor:
         """``log int N(z; theta, sigma2 I)^c dz``, the same for every theta and point."""
         value = 0.5 * self.dim * ((1 - c) * math.log(2 * math.pi * self.sigma2) - math.log(c))
@@ -100,6 +108,12 @@ class LogisticRegression:
     @property
     def dim(self) -> int:
         return int(self.X.shape[1])
+
+    def take(self, idx: Tensor) -> LogisticRegression:
+        """The same model on the points ``idx`` (a minibatch)."""
+        out = copy.copy(self)
+        out.X, out.y = self.X[idx], self.y[idx]
+        return out
 
     def _logits(self, theta: Tensor, X: Tensor | None = None) -> Tensor:
         theta = check_theta(theta, self.dim)
@@ -142,6 +156,12 @@ class MLPClassifier:
     @property
     def dim(self) -> int:
         return sum(i * o + o for i, o in self.shapes)
+
+    def take(self, idx: Tensor) -> MLPClassifier:
+        """The same model on the points ``idx`` (a minibatch)."""
+        out = copy.copy(self)
+        out.X, out.y = self.X[idx], self.y[idx]
+        return out
 
     def logits(self, theta: Tensor, X: Tensor | None = None) -> Tensor:
         theta = check_theta(theta, self.dim)
