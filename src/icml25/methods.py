@@ -16,6 +16,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.backslash",
     "icml25.pfl_tradeoff",
     "icml25.fedgvi",
+    "icml25.llmscan",
 )
 
 

@@ -197,8 +197,8 @@ class Budget:
 BUDGETS = {
     "tiny": Budget(1, 5, 2, 20, 10, 300, 1, 1),
     "quick": Budget(3, 30, 6, 150, 50, 3000, 8, 1),
-    # (B) with the paper's 150 samples, 500 steps, 10 rounds
-    "full": Budget(10, 30, 10, 500, 150, 3000, 20, 1),
+    # (B) with the paper's 150 samples and 10 rounds, 250 steps a round (the paper: 500)
+    "full": Budget(10, 30, 10, 250, 150, 3000, 20, 1),
 }
 
 
@@ -232,7 +232,9 @@ def exact_posterior(xs: list[np.ndarray], prior: tuple[float, float]) -> tuple[f
 
 def run_location(b: Budget, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    bias = {(eps, pn, m): [] for eps in CONTAMINATION for pn in PRIORS for m in LOCATION_METHODS}
+    bias: dict[tuple[float, str, str], list[float]] = {
+        (eps, pn, m): [] for eps in CONTAMINATION for pn in PRIORS for m in LOCATION_METHODS
+    }
     rounds: list[int] = []
     exact_err: list[float] = []
     client_ar: list[tuple[float, int | None]] = []
@@ -398,7 +400,7 @@ def bnn_data(
     return [(Xs[i::3], ys[i::3]) for i in range(3)], Xte, yt[te], name
 
 
-def run_bnn(b: Budget, seed: int) -> dict[str, float]:
+def run_bnn(b: Budget, seed: int) -> dict[str, Any]:
     clients, Xte, yte, name = bnn_data(seed, b.bnn_train)
     models = [MLPClassifier(X, y, 10, (BNN_HIDDEN,)) for X, y in clients]
     d, n_in = models[0].dim, Xte.shape[1]
@@ -414,7 +416,7 @@ def run_bnn(b: Budget, seed: int) -> dict[str, float]:
     init = NatGaussian.from_moments(init_mean, np.full(d, 1e-3))
     prior = NatGaussian.from_moments(np.zeros(d), np.ones(d))
     opt = LocalOptimizer(method="adam", steps=100, lr=1e-3, samples=5, batch_size=128)
-    out = {"data": name}
+    out: dict[str, Any] = {"data": name}
     for m, loss in (("PVI", NLL()), ("FedGVI-GCE", GeneralisedCrossEntropy(0.8))):
         cl = [Client(model, loss, damping=1 / len(models)) for model in models]
         res = fedgvi(prior, cl, b.bnn_rounds, optimizer=opt, init=init, seed=seed)
@@ -451,7 +453,9 @@ def fedavg_mlp(
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     b = BUDGETS[ctx.budget]
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
-    loc, lr, bnn = [], [], []
+    loc: list[dict[str, Any]] = []
+    lr: list[dict[str, dict[str, float]]] = []
+    bnn: list[dict[str, Any]] = []
     for seed in ctx.seeds:
         ctx.progress(
             f"location model seed {seed}: {b.location_reps} data sets x "
@@ -535,15 +539,15 @@ def _report(
         names = [f"{p}|{m}" for p in ("tight", "broad") for m in LR_METHODS]
         accs = [np.mean([r[f"{tag}|{n}"]["acc"] for r in lr]) for n in names]
         ax.plot(range(len(names)), accs, style, label=tag)
-        ax.axhline(np.mean([r[f"{tag}|FedAvg"]["acc"] for r in lr]), ls=":", lw=1)
+        ax.axhline(float(np.mean([r[f"{tag}|FedAvg"]["acc"] for r in lr])), ls=":", lw=1)
         ax.set_xticks(range(len(names)), [n.replace("|", "\n") for n in names], fontsize=7)
     if bnn:
-        accs = ", ".join(
+        summary = ", ".join(
             f"{m} {np.mean([c[m] for c in bnn]):.2f}" for m in ("PVI", "FedGVI-GCE", "FedAvg")
         )
         ctx.note(
             f"BNN ({bnn[0]['data']}, 20% flipped labels, {len(bnn)} seed(s)): test accuracy % "
-            f"{accs}."
+            f"{summary}."
         )
     ax.set_ylabel("test accuracy %")
     ax.set_title("Bayesian logistic regression, 3 clients (dotted: FedAvg)")

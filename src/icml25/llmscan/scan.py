@@ -1,0 +1,249 @@
+"""LLMScan (Zhang, Goh, Zhang, Sun, Lin Xin & Zhang, ICML 2025): causal scans of a language
+model's prompt tokens and layers, and a detector on top.
+
+For one prompt, with ``y*`` the model's own most likely next token after the prompt and
+``P(y*)`` its probability:
+
+- **Token effects.** Each prompt token in turn is replaced by an explicit intervention token,
+  and the prompt is re-run. Two variants, as in the paper:
+  - ``"probability"``: the effect is ``|P_i(y*) - P(y*)|`` (the paper's lie detection);
+  - ``"attention"``: the Euclidean distance between the concatenated attention maps of
+    layers {first, middle, last} x heads {first, middle, last}, intervened against original
+    (the paper's jailbreak and bias tasks).
+  The list is reduced to five statistics: mean, standard deviation, range, kurtosis and
+  skewness (scipy's; a constant list has zero kurtosis and skewness by convention).
+- **Layer effects.** Each decoder block in turn is skipped (its output replaced by its input:
+  identity, not zero), and ``|P_skip(y*) - P(y*)|`` is recorded: one value per block.
+
+All interventions of one prompt run as one batch: one forward pass per prompt for the
+tokens, one for the layers. Layer skipping is a forward hook on every block that copies
+the block's input to its output for the batch row that skips it. This works on any
+Hugging Face decoder-only LM with Llama-style ``model.layers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from scipy import stats
+
+from icml25.core.llm import HFLanguageModel
+
+STAT_NAMES = ("mean", "std", "range", "kurtosis", "skewness")
+
+
+def summary_stats(values: Any) -> np.ndarray:
+    """Mean, std, range, kurtosis (Fisher) and skewness of a list of effects."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size == 0 or not np.all(np.isfinite(v)):
+        raise ValueError(f"effects must be a non-empty finite list, got {v}")
+    if np.ptp(v) == 0:
+        return np.array([v.mean(), 0.0, 0.0, 0.0, 0.0])
+    return np.array([v.mean(), v.std(), np.ptp(v), stats.kurtosis(v), stats.skew(v)])
+
+
+@dataclass
+class ScanResult:
+    token_effects: np.ndarray  # (P,) one per intervened prompt token
+    layer_effects: np.ndarray  # (L,) one per decoder block
+    positions: np.ndarray  # token positions that were intervened
+    tokens: list[str]  # the whole encoded input, for plots
+    top_token: str  # y*, the model's own next token
+    top_prob: float
+
+    def features(self, which: str = "both") -> np.ndarray:
+        tok = summary_stats(self.token_effects)
+        if which == "token":
+            return tok
+        if which == "layer":
+            return self.layer_effects.copy()
+        return np.concatenate([tok, self.layer_effects])
+
+
+class LLMScan:
+    """Causal scanner for a :class:`~icml25.core.llm.HFLanguageModel`.
+
+    ``intervention_token``: a string that must encode to exactly one token, or a token id
+    (the official code's ``tokenizer('-')['input_ids'][0]`` is the BOS for Llama
+    tokenizers; here the id is explicit). ``positions="prompt"`` intervenes on the user
+    prompt's tokens only (not the chat template around it); ``"all"`` on every token."""
+
+    def __init__(
+        self,
+        lm: HFLanguageModel,
+        *,
+        intervention_token: str | int = "-",
+        token_effect: str = "probability",
+        positions: str = "prompt",
+        chat: bool = True,
+        max_batch: int = 64,
+    ) -> None:
+        if token_effect not in ("probability", "attention"):
+            raise ValueError(
+                f"token_effect must be 'probability' or 'attention', got {token_effect!r}"
+            )
+        if positions not in ("prompt", "all"):
+            raise ValueError(f"positions must be 'prompt' or 'all', got {positions!r}")
+        if not (isinstance(max_batch, int) and max_batch > 0):
+            raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
+        self.lm, self.token_effect, self.positions = lm, token_effect, positions
+        self.chat, self.max_batch = chat, max_batch
+        self.intervention_id = self._intervention_id(intervention_token)
+        if token_effect == "attention":
+            set_impl = getattr(lm.model, "set_attn_implementation", None)
+            if set_impl is not None:
+                set_impl("eager")  # SDPA kernels do not return attention maps
+            else:  # pragma: no cover - older transformers
+                lm.model.config._attn_implementation = "eager"
+
+    def _intervention_id(self, token: str | int) -> int:
+        vocab = int(self.lm.model.get_input_embeddings().weight.shape[0])
+        if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+            if not 0 <= int(token) < vocab:
+                raise ValueError(f"intervention_token id must lie in [0, {vocab}), got {token}")
+            return int(token)
+        if not isinstance(token, str) or not token:
+            raise ValueError(f"intervention_token must be a token id or a string, got {token!r}")
+        ids = self.lm.tokenizer(token, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            raise ValueError(
+                f"intervention_token {token!r} encodes to {len(ids)} tokens {ids}; "
+                "pass a string that is one token, or a token id"
+            )
+        return int(ids[0])
+
+    # --- encoding ------------------------------------------------------------------------
+    def _encode(self, prompt: str) -> tuple[torch.Tensor, np.ndarray]:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
+        text = self.lm.text(prompt, chat=self.chat)
+        enc = self.lm.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = torch.tensor(enc["input_ids"])
+        if self.positions == "all":
+            return ids, np.arange(len(ids))
+        start = text.rfind(prompt)
+        end = start + len(prompt)
+        pos = [
+            i for i, (a, b) in enumerate(enc["offset_mapping"]) if a >= start and b <= end and b > a
+        ]
+        if not pos:
+            raise ValueError("no token of the prompt was found in the encoded input")
+        return ids, np.array(pos)
+
+    # --- forward passes ------------------------------------------------------------------
+    def _forward(self, ids: torch.Tensor, attentions: bool = False) -> Any:
+        return self.lm.model(input_ids=ids, output_attentions=attentions, use_cache=False)
+
+    def _chunks(self, n: int) -> list[slice]:
+        return [slice(i, min(n, i + self.max_batch)) for i in range(0, n, self.max_batch)]
+
+    def _attention_vector(self, attentions: Sequence[torch.Tensor]) -> torch.Tensor:
+        L = len(attentions)
+        H = attentions[0].shape[1]
+        layers = sorted({0, L // 2, L - 1})
+        heads = sorted({0, H // 2, H - 1})
+        return torch.cat(
+            [attentions[k][:, h].flatten(1) for k in layers for h in heads], dim=1
+        )  # (B, 9 T^2)
+
+    @torch.no_grad()
+    def token_effects(self, prompt: str) -> tuple[np.ndarray, np.ndarray, int, float]:
+        """Effects of replacing each prompt token, their positions, ``y*`` and ``P(y*)``."""
+        ids, pos = self._encode(prompt)
+        attn = self.token_effect == "attention"
+        base = self._forward(ids[None], attentions=attn)
+        p0 = torch.softmax(base.logits[0, -1].float(), -1)
+        y_star = int(p0.argmax())
+        batch = ids.repeat(len(pos), 1)
+        batch[torch.arange(len(pos)), torch.as_tensor(pos)] = self.intervention_id
+        effects = []
+        for sl in self._chunks(len(pos)):
+            out = self._forward(batch[sl], attentions=attn)
+            if attn:
+                diff = self._attention_vector(out.attentions) - self._attention_vector(
+                    base.attentions
+                )
+                effects.append(torch.linalg.vector_norm(diff.float(), dim=1))
+            else:
+                p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
+                effects.append((p - p0[y_star]).abs())
+        return torch.cat(effects).numpy().astype(np.float64), pos, y_star, float(p0[y_star])
+
+    @torch.no_grad()
+    def layer_effects(self, prompt: str) -> np.ndarray:
+        """``|P_skip(y*) - P(y*)|`` for skipping each decoder block (identity replacement)."""
+        ids, _ = self._encode(prompt)
+        p0 = torch.softmax(self._forward(ids[None]).logits[0, -1].float(), -1)
+        y_star = int(p0.argmax())
+        blocks = list(self.lm.blocks)
+        effects = []
+        for sl in self._chunks(len(blocks)):
+            skip = torch.arange(len(blocks))[sl]  # row r of this batch skips block skip[r]
+            with skip_blocks(blocks, skip):
+                out = self._forward(ids.repeat(len(skip), 1))
+            p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
+            effects.append((p - p0[y_star]).abs())
+        return torch.cat(effects).numpy().astype(np.float64)
+
+    def scan(self, prompt: str) -> ScanResult:
+        tok, pos, y_star, p = self.token_effects(prompt)
+        layers = self.layer_effects(prompt)
+        ids, _ = self._encode(prompt)
+        tokens = [self.lm.tokenizer.decode([int(i)]) for i in ids]
+        return ScanResult(tok, layers, pos, tokens, self.lm.tokenizer.decode([y_star]), p)
+
+    def features(
+        self,
+        prompts: Sequence[str],
+        which: str = "both",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """``(n, 5 + L)`` features ([token statistics, layer effects]) of many prompts."""
+        if which not in ("both", "token", "layer"):
+            raise ValueError(f"which must be 'both', 'token' or 'layer', got {which!r}")
+        rows = []
+        for i, p in enumerate(prompts):
+            rows.append(self.scan(p).features(which))
+            if progress is not None:
+                progress(i + 1, len(prompts))
+        return np.stack(rows)
+
+
+class skip_blocks:
+    """Context manager: in a batch, row ``r`` runs with block ``skip[r]`` replaced by the
+    identity (``skip[r] = -1``: no block skipped)."""
+
+    def __init__(self, blocks: Sequence[torch.nn.Module], skip: torch.Tensor) -> None:
+        self.blocks, self.skip = blocks, torch.as_tensor(skip)
+        self.handles: list[Any] = []
+
+    def __enter__(self) -> skip_blocks:
+        for index, block in enumerate(self.blocks):
+            rows = torch.nonzero(self.skip == index).flatten()
+            if rows.numel():
+                self.handles.append(
+                    block.register_forward_hook(_identity_hook(rows), with_kwargs=True)
+                )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+
+def _identity_hook(rows: torch.Tensor) -> Callable[..., Any]:
+    def hook(module: Any, args: tuple, kwargs: dict, output: Any) -> Any:
+        hidden_in = args[0] if args else kwargs["hidden_states"]
+        hidden_out = output[0] if isinstance(output, tuple) else output
+        hidden_out = hidden_out.clone()
+        hidden_out[rows] = hidden_in[rows]
+        if isinstance(output, tuple):
+            return (hidden_out, *output[1:])
+        return hidden_out
+
+    return hook

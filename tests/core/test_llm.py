@@ -1,0 +1,115 @@
+"""The shared LM backend: the tiny Llama offline, batching, and the OpenAI-compatible client
+against a stub server on loopback that serves the same tiny model."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from icml25.core.llm import HFLanguageModel, OpenAICompatibleLM, load_causal_lm, tiny_llama
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return HFLanguageModel(*tiny_llama(seed=0))
+
+
+def test_tiny_model_loads_offline_and_round_trips_text(lm, tmp_path):
+    ids = lm.encode("What is 2 + 3?")
+    assert lm.tokenizer.decode(ids) == lm.text("What is 2 + 3?")
+    lm.model.save_pretrained(tmp_path)
+    lm.tokenizer.save_pretrained(tmp_path)
+    model, tok = load_causal_lm(tmp_path)
+    again = HFLanguageModel(model, tok)
+    torch.testing.assert_close(again.next_token_probs(["hi"]), lm.next_token_probs(["hi"]))
+    with pytest.raises(FileNotFoundError, match="offline"):
+        load_causal_lm(tmp_path / "missing")
+
+
+def test_batched_scoring_and_generation_equal_one_by_one(lm):
+    prompts = ["hello", "a much longer prompt than the first"]
+    batched = lm.next_token_probs(prompts)
+    single = torch.cat([lm.next_token_probs([p]) for p in prompts])
+    torch.testing.assert_close(batched, single, atol=1e-6, rtol=1e-5)
+    assert lm.generate(prompts, 6) == [lm.generate([p], 6)[0] for p in prompts]
+    top = lm.next_token_logprobs(prompts, top_k=3)
+    assert all(len(t) <= 3 for t in top)
+
+
+def test_bad_prompts_are_refused(lm):
+    with pytest.raises(ValueError, match=r"prompts\[0\] must be a non-empty string"):
+        lm.generate([""])
+    with pytest.raises(TypeError, match="list of strings"):
+        lm.generate("hello")
+
+
+class _Stub(BaseHTTPRequestHandler):
+    lm: HFLanguageModel
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/v1/chat/completions":
+            text = self.lm.generate([body["messages"][-1]["content"]], body["max_tokens"])[0]
+            reply = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+        elif self.path == "/v1/completions" and body.get("logprobs"):
+            top = self.lm.next_token_logprobs([body["prompt"]], chat=False, top_k=body["logprobs"])
+            reply = {"choices": [{"text": "", "logprobs": {"top_logprobs": top}}]}
+        elif self.path == "/v1/completions":
+            text = self.lm.generate([body["prompt"]], body["max_tokens"], chat=False)[0]
+            reply = {"choices": [{"text": text}]}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_openai_compatible_client_matches_the_model_behind_it(lm):
+    handler = type("Handler", (_Stub,), {"lm": lm})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = OpenAICompatibleLM(f"http://127.0.0.1:{server.server_port}", "tiny")
+        prompts = ["hello", "what now"]
+        assert client.generate(prompts, 5) == lm.generate(prompts, 5)
+        assert client.generate(prompts, 5, chat=False) == lm.generate(prompts, 5, chat=False)
+        remote = client.next_token_logprobs(prompts, chat=False, top_k=4)
+        local = lm.next_token_logprobs(prompts, chat=False, top_k=4)
+        for r, loc in zip(remote, local, strict=True):
+            assert r.keys() == loc.keys()
+            for k in r:
+                assert r[k] == pytest.approx(loc[k], abs=1e-6)
+        with pytest.raises(NotImplementedError, match="chat=False"):
+            client.next_token_logprobs(prompts)
+        bad = OpenAICompatibleLM(f"http://127.0.0.1:{server.server_port}/nope", "tiny")
+        with pytest.raises(RuntimeError, match="HTTP 404"):
+            bad.generate(["x"])
+    finally:
+        server.shutdown()
+    with pytest.raises(ValueError, match="base_url must start with http"):
+        OpenAICompatibleLM("localhost:8000", "m")
+
+
+@pytest.mark.slow
+def test_real_smollm2_answers_a_capital():  # opt-in: make llm, then pytest -m slow
+    from icml25.core.llm import smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except FileNotFoundError:
+        pytest.skip("SmolLM2 is not installed (make llm)")
+    real = HFLanguageModel.load()
+    assert len(real.blocks) == 30
+    assert "Paris" in real.generate(["What is the capital of France?"], 12)[0]
