@@ -120,3 +120,12 @@ def test_bad_input_is_refused(lm):
         LLMScan(lm, intervention_token="--")
     with pytest.raises(ValueError, match="token_effect must be"):
         LLMScan(lm, token_effect="logits")
+
+
+def test_reproduction_labels_accept_spellings_and_split_wording():
+    from icml25.llmscan.reproduce import LIE, TEST_VARIANTS, TRAIN_VARIANTS, TRUTH, told_truth
+
+    assert told_truth("Kyiv", "Kiev.") and told_truth("Paris", "It is Paris.")
+    assert not told_truth("Paris", "Lyon.")
+    assert not set(TRAIN_VARIANTS) & set(TEST_VARIANTS)
+    assert len(set(TRUTH)) == len(TRUTH) == len(set(LIE)) == len(LIE)

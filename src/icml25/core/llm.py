@@ -65,11 +65,19 @@ def smollm2_gguf() -> Path:
 
 
 def load_causal_lm(
-    name_or_path: str | Path | None = None, *, dtype: torch.dtype = torch.float32
+    name_or_path: str | Path | None = None,
+    *,
+    dtype: torch.dtype = torch.float32,
+    quiet: bool = False,
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` in eval mode, offline. ``None``: the embedded SmolLM2."""
+    """``(model, tokenizer)`` in eval mode, offline. ``None``: the embedded SmolLM2.
+    ``quiet`` turns off Hugging Face's progress bars (for long reproductions' logs)."""
     require_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    if quiet:
+        hf_logging.disable_progress_bar()
 
     if name_or_path is not None:
         try:
