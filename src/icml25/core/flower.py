@@ -10,7 +10,7 @@ Everything imports ``flwr`` lazily.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,6 +21,33 @@ def require_flwr(what: str) -> None:
         import flwr  # noqa: F401
     except ImportError as exc:  # pragma: no cover - exercised without the extra
         raise ImportError(f"{what} needs the [fed] extra: pip install 'icml25[fed]'") from exc
+
+
+def server_app(
+    what: str,
+    strategy_fn: Callable[[Any], Any],
+    initial_fn: Callable[[Any], list[Any]],
+    describe: Callable[[list[Any]], str],
+) -> Any:
+    """A ``ServerApp`` for ``flwr run``: ``strategy_fn(context)`` and ``initial_fn(context)``
+    (the initial arrays) read the run config; the number of rounds is ``num-server-rounds``;
+    the final arrays are logged as ``"<what> after N rounds: <describe(arrays)>"``."""
+    require_flwr(f"{what} on Flower")
+    from flwr.app import ArrayRecord
+    from flwr.serverapp import ServerApp
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Any, context: Any) -> None:
+        rounds = int(context.run_config.get("num-server-rounds", 10))
+        result = strategy_fn(context).start(
+            grid=grid, initial_arrays=ArrayRecord(initial_fn(context)), num_rounds=rounds
+        )
+        final = describe(result.arrays.to_numpy_ndarrays())
+        logging.getLogger("flwr").info("%s after %d rounds: %s", what, rounds, final)
+
+    return app
 
 
 @contextmanager

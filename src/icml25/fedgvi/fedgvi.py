@@ -473,6 +473,12 @@ class Client:
     divergence: Divergence = _KL
     damping: float = 1.0
 
+    def step(self, q: NatGaussian, factor: NatGaussian, **kw: Any) -> ClientUpdate:
+        """:func:`client_step` with this client's model, loss, divergence and damping."""
+        return client_step(
+            q, factor, self.model, self.loss, self.divergence, damping=self.damping, **kw
+        )
+
 
 @dataclass
 class FedGVIResult:
@@ -543,13 +549,9 @@ def fedgvi(
     q, history, events = prior, [prior], Counter[str]()
     for r in range(rounds):
         updates = [
-            client_step(
+            c.step(
                 q,
                 t,
-                c.model,
-                c.loss,
-                c.divergence,
-                damping=c.damping,
                 optimizer=optimizer,
                 conjugate=conjugate,
                 clip_factors=clip_factors,

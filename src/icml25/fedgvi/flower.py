@@ -26,14 +26,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.core.flower import in_process_grid, quiet_flwr, require_flwr, task_identity
+from icml25.core.flower import (
+    in_process_grid,
+    quiet_flwr,
+    require_flwr,
+    server_app,
+    task_identity,
+)
 from icml25.fedgvi.fedgvi import (
     KL,
     Client,
     Divergence,
     LocalOptimizer,
-    client_step,
-    server_step,
+    aggregate,
 )
 from icml25.fedgvi.gaussian import NatGaussian
 
@@ -78,15 +83,16 @@ def make_strategy(
             change = NatGaussian.flat(self.prior.dim, self.prior.full)
             for c in contents:
                 change = change * NatGaussian.from_arrays(c["arrays"].to_numpy_ndarrays())
-            for _ in range(50):
-                q = server_step(self.prior, [self.total * change], self.divergence, start=self.q)
-                if q.is_proper():
-                    break
-                self.events["damped"] += 1
-                change = change**0.5
-            else:
-                raise FloatingPointError("the global posterior stayed improper after 50 halvings")
-            self.total, self.q = self.total * change, q
+            # the product of all factors is one factor to the server step
+            q, (total,) = aggregate(
+                self.prior,
+                self.q,
+                [self.total],
+                [self.total * change],
+                self.divergence,
+                self.events,
+            )
+            self.total, self.q = total, q
             size = float(np.mean([c["metrics"]["factor-change"] for c in contents]))
             metrics = MetricRecord({"factor-change": size, "clients": len(valid)})
             return ArrayRecord(q.to_arrays()), metrics
@@ -121,16 +127,7 @@ def make_client_app(
             factor = NatGaussian.flat(q.dim, q.full)
         rnd = int(content["config"].get("server-round", 0))
         generator = torch.Generator().manual_seed(seed * 1_000_003 + pid * 1009 + rnd)
-        update = client_step(
-            q,
-            factor,
-            client.model,
-            client.loss,
-            client.divergence,
-            damping=client.damping,
-            optimizer=opt,
-            generator=generator,
-        )
+        update = client.step(q, factor, optimizer=opt, generator=generator)
         context.state["factor"] = ArrayRecord(update.factor.to_arrays())
         change = update.factor / factor
         size = float(np.abs(change.h).sum() + np.abs(change.J).sum())
@@ -146,30 +143,15 @@ def make_server_app(
 ) -> Any:
     """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``prior_fn(context)`` read
     the run config; the number of rounds is ``num-server-rounds``."""
-    require_flwr("FedGVI on Flower")
-    import logging
 
-    from flwr.app import ArrayRecord
-    from flwr.serverapp import ServerApp
+    def describe(arrays: list[np.ndarray]) -> str:
+        q = NatGaussian.from_arrays(arrays)
+        mean = np.array2string(q.mean, precision=10)
+        return f"mean {mean}, var {np.array2string(q.var, precision=10)}"
 
-    app = ServerApp()
-
-    @app.main()
-    def main(grid: Any, context: Any) -> None:
-        rounds = int(context.run_config.get("num-server-rounds", 10))
-        prior = prior_fn(context)
-        result = strategy_fn(context).start(
-            grid=grid, initial_arrays=ArrayRecord(prior.to_arrays()), num_rounds=rounds
-        )
-        q = NatGaussian.from_arrays(result.arrays.to_numpy_ndarrays())
-        logging.getLogger("flwr").info(
-            "FedGVI q after %d rounds: mean %s, var %s",
-            rounds,
-            np.array2string(q.mean, precision=10),
-            np.array2string(q.var, precision=10),
-        )
-
-    return app
+    return server_app(
+        "FedGVI q", strategy_fn, lambda context: prior_fn(context).to_arrays(), describe
+    )
 
 
 def run_in_process(

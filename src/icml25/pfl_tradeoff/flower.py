@@ -18,13 +18,18 @@ Everything here imports ``flwr`` lazily; the rest of the package does not need i
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from icml25.core.flower import in_process_grid, quiet_flwr, require_flwr, task_identity
+from icml25.core.flower import (
+    in_process_grid,
+    quiet_flwr,
+    require_flwr,
+    server_app,
+    task_identity,
+)
 from icml25.pfl_tradeoff.fedclup import (
     Problem,
     check_lambda,
@@ -123,25 +128,12 @@ def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
 def make_server_app(strategy_fn: Callable[[Any], Any], initial: Callable[[Any], np.ndarray]) -> Any:
     """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``initial(context)`` read
     the run config; the number of rounds is ``num-server-rounds``."""
-    require_flwr("FedCLUP on Flower")
-    from flwr.app import ArrayRecord
-    from flwr.serverapp import ServerApp
-
-    app = ServerApp()
-
-    @app.main()
-    def main(grid: Any, context: Any) -> None:
-        rounds = int(context.run_config.get("num-server-rounds", 10))
-        strategy = strategy_fn(context)
-        result = strategy.start(
-            grid=grid, initial_arrays=ArrayRecord([initial(context)]), num_rounds=rounds
-        )
-        w = result.arrays.to_numpy_ndarrays()[0]
-        logging.getLogger("flwr").info(
-            "FedCLUP w_g after %d rounds: %s", rounds, np.array2string(w, precision=10)
-        )
-
-    return app
+    return server_app(
+        "FedCLUP w_g",
+        strategy_fn,
+        lambda context: [initial(context)],
+        lambda arrays: np.array2string(arrays[0], precision=10),
+    )
 
 
 def run_in_process(
