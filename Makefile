@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/backslash_costs.py
 	$(BIN)/python benchmarks/fedgvi_client_cost.py
 	$(BIN)/python benchmarks/llmscan_cost.py
+	$(BIN)/python benchmarks/cca_attention_speed.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
