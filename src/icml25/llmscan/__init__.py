@@ -31,6 +31,6 @@ register(
     url="https://arxiv.org/abs/2410.16638",
     summary="Causal effects of a prompt's tokens and of each transformer block on the next "
     "token, summarised into features for a lightweight misbehaviour detector.",
-    quick_seconds=180,
+    quick_seconds=330,  # about 190 once the fine-tuned model is cached
     module="icml25.llmscan.reproduce",
 )
