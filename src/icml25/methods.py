@@ -17,6 +17,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.pfl_tradeoff",
     "icml25.fedgvi",
     "icml25.llmscan",
+    "icml25.cca_attention",
 )
 
 

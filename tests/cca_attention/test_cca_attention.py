@@ -105,3 +105,22 @@ def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():
         torch.testing.assert_close(model(input_ids=ids).logits, full)
     with pytest.raises(ValueError, match="group_size must be"):
         use_cca(model, group_size=0, window=4)
+
+
+def test_tiny_lm_attention_switch():
+    from icml25.cca_attention import TinyLM
+    from icml25.cca_attention.model import window_mask
+
+    torch.manual_seed(0)
+    model = TinyLM(32)
+    ids = torch.randint(0, 32, (2, 40))
+    with torch.no_grad():
+        full = model(ids)
+        wide = model.set_attention("cca", group_size=4, window=64)(ids)
+        torch.testing.assert_close(wide, full, atol=1e-5, rtol=1e-5)
+        narrow = model.set_attention("cca", group_size=4, window=8)(ids)
+        assert not torch.allclose(narrow, full, atol=1e-3)
+    m = window_mask("sink", 10, 3)
+    assert m[9, :4].all() and m[9, 7:].all() and not m[9, 4:7].any() and not m[0, 1:].any()
+    with pytest.raises(ValueError, match="attention must be one of"):
+        model.set_attention("linear")

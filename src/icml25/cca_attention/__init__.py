@@ -2,8 +2,8 @@
 
 Library: :func:`cca_attention` (SDPA-shaped causal attention, chunked), the dense reference
 :func:`dense_cca_attention`, :func:`core_tokens`, :func:`visible_groups`, :func:`reach`,
-and the Hugging Face drop-in :func:`icml25.cca_attention.hf.use_cca`. No reproduction is
-registered yet (issue 7 is open): see the README.
+the Hugging Face drop-in :func:`icml25.cca_attention.hf.use_cca`, and :class:`TinyLM` (a
+small causal LM with switchable attention). Reproduction: ``icml25 reproduce cca_attention``.
 """
 
 from icml25.cca_attention.attention import (
@@ -13,5 +13,26 @@ from icml25.cca_attention.attention import (
     reach,
     visible_groups,
 )
+from icml25.cca_attention.model import TinyLM
+from icml25.core.registry import register
 
-__all__ = ["cca_attention", "core_tokens", "dense_cca_attention", "reach", "visible_groups"]
+__all__ = [
+    "TinyLM",
+    "cca_attention",
+    "core_tokens",
+    "dense_cca_attention",
+    "reach",
+    "visible_groups",
+]
+
+register(
+    slug="cca_attention",
+    title="Core Context Aware Transformers for Long Context Language Modeling",
+    authors="Yaofo Chen, Zeng You, Shuhai Zhang, Haokun Li, Yirui Li, Yaowei Wang, Mingkui Tan",
+    venue="ICML 2025 (arXiv:2412.12465)",
+    url="https://arxiv.org/abs/2412.12465",
+    summary="Groups of tokens pooled into core tokens by significance, plus a local window, "
+    "under one softmax: long-range context at O(L (L/g + s)) cost.",
+    quick_seconds=240,
+    module="icml25.cca_attention.reproduce",
+)
