@@ -151,13 +151,19 @@ class LLMScan:
         )  # (B, 9 T^2)
 
     @torch.no_grad()
-    def token_effects(self, prompt: str) -> tuple[np.ndarray, np.ndarray, int, float]:
-        """Effects of replacing each prompt token, their positions, ``y*`` and ``P(y*)``."""
+    def _base(self, prompt: str) -> tuple[torch.Tensor, np.ndarray, Any, int, torch.Tensor]:
+        """The encoded prompt, its intervened positions, the unmodified forward pass (with
+        attention maps for the attention variant), ``y*`` and the next-token probabilities."""
         ids, pos = self._encode(prompt)
-        attn = self.token_effect == "attention"
-        base = self._forward(ids[None], attentions=attn)
+        base = self._forward(ids[None], attentions=self.token_effect == "attention")
         p0 = torch.softmax(base.logits[0, -1].float(), -1)
-        y_star = int(p0.argmax())
+        return ids, pos, base, int(p0.argmax()), p0
+
+    @torch.no_grad()
+    def _token_effects(
+        self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
+    ) -> np.ndarray:
+        attn = self.token_effect == "attention"
         batch = ids.repeat(len(pos), 1)
         batch[torch.arange(len(pos)), torch.as_tensor(pos)] = self.intervention_id
         effects = []
@@ -171,14 +177,10 @@ class LLMScan:
             else:
                 p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
                 effects.append((p - p0[y_star]).abs())
-        return torch.cat(effects).numpy().astype(np.float64), pos, y_star, float(p0[y_star])
+        return torch.cat(effects).numpy().astype(np.float64)
 
     @torch.no_grad()
-    def layer_effects(self, prompt: str) -> np.ndarray:
-        """``|P_skip(y*) - P(y*)|`` for skipping each decoder block (identity replacement)."""
-        ids, _ = self._encode(prompt)
-        p0 = torch.softmax(self._forward(ids[None]).logits[0, -1].float(), -1)
-        y_star = int(p0.argmax())
+    def _layer_effects(self, ids: torch.Tensor, y_star: int, p0: torch.Tensor) -> np.ndarray:
         blocks = list(self.lm.blocks)
         effects = []
         for sl in self._chunks(len(blocks)):
@@ -189,12 +191,24 @@ class LLMScan:
             effects.append((p - p0[y_star]).abs())
         return torch.cat(effects).numpy().astype(np.float64)
 
+    def token_effects(self, prompt: str) -> tuple[np.ndarray, np.ndarray, int, float]:
+        """Effects of replacing each prompt token, their positions, ``y*`` and ``P(y*)``."""
+        ids, pos, base, y_star, p0 = self._base(prompt)
+        return self._token_effects(ids, pos, base, y_star, p0), pos, y_star, float(p0[y_star])
+
+    def layer_effects(self, prompt: str) -> np.ndarray:
+        """``|P_skip(y*) - P(y*)|`` for skipping each decoder block (identity replacement)."""
+        ids, _, _, y_star, p0 = self._base(prompt)
+        return self._layer_effects(ids, y_star, p0)
+
     def scan(self, prompt: str) -> ScanResult:
-        tok, pos, y_star, p = self.token_effects(prompt)
-        layers = self.layer_effects(prompt)
-        ids, _ = self._encode(prompt)
+        """Both scans of one prompt, sharing one encoding and one unmodified forward pass."""
+        ids, pos, base, y_star, p0 = self._base(prompt)
+        tok = self._token_effects(ids, pos, base, y_star, p0)
+        layers = self._layer_effects(ids, y_star, p0)
         tokens = [self.lm.tokenizer.decode([int(i)]) for i in ids]
-        return ScanResult(tok, layers, pos, tokens, self.lm.tokenizer.decode([y_star]), p)
+        top = self.lm.tokenizer.decode([y_star])
+        return ScanResult(tok, layers, pos, tokens, top, float(p0[y_star]))
 
     def features(
         self,
