@@ -52,7 +52,8 @@ def _check(q: Tensor, k: Tensor, v: Tensor, group_size: int, window: int) -> Non
         raise ValueError(f"query heads {q.shape[1]} must be a multiple of key heads {k.shape[1]}")
 
 
-def _expand_kv(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+def expand_kv(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """Keys and values repeated to the query's head count (GQA), as SDPA's ``enable_gqa``."""
     rep = q.shape[1] // k.shape[1]
     if rep == 1:
         return k, v
@@ -101,7 +102,7 @@ def cca_attention(
     Per-row masks apply the exact rules, and one softmax covers both. That is
     O(L (L/g + 2 s + g)) time and O(block (L/g + block + s + g)) extra memory."""
     _check(query, key, value, group_size, window)
-    key, value = _expand_kv(query, key, value)
+    key, value = expand_kv(query, key, value)
     L, D = query.shape[2], query.shape[3]
     g, s = group_size, window
     scale = 1.0 / math.sqrt(D) if scale is None else scale
@@ -143,7 +144,7 @@ def dense_cca_attention(
 ) -> Tensor:
     """The reference: an explicit ``L x (m + L)`` mask from the index rules (O(L^2))."""
     _check(query, key, value, group_size, window)
-    key, value = _expand_kv(query, key, value)
+    key, value = expand_kv(query, key, value)
     L, D = query.shape[2], query.shape[3]
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     kc, vc = core_tokens(query, key, value, group_size, scale, pool)

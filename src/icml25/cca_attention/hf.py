@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from icml25.cca_attention.attention import cca_attention, core_tokens
+from icml25.cca_attention.attention import cca_attention, core_tokens, expand_kv
 
 
 def _attention_fn(group_size: int, window: int, pool: str) -> Any:
@@ -43,19 +43,17 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
         if attention_mask is not None and not _is_causal_only(attention_mask):
             raise ValueError("CCA attention does not support padding masks: pass unpadded inputs")
         scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
-        rep = query.shape[1] // key.shape[1]
+        k_full, v_full = expand_kv(query, key, value)
         if query.shape[2] == key.shape[2]:  # prefill (or no cache): the whole sequence
             out = cca_attention(
-                query, key, value, group_size=group_size, window=window, scale=scale, pool=pool
+                query, k_full, v_full, group_size=group_size, window=window, scale=scale, pool=pool
             )
-            k_full = key.repeat_interleave(rep, 1) if rep > 1 else key
-            v_full = value.repeat_interleave(rep, 1) if rep > 1 else value
             cores = core_tokens(query, k_full, v_full, group_size, scale, pool)
             setattr(module, "_cca_cores", cores)  # noqa: B010 - not a registered buffer
             return out.transpose(1, 2).contiguous(), None
         if query.shape[2] != 1:
             raise NotImplementedError("CCA decoding adds one token per step")
-        return _decode_step(module, query, key, value, rep, scale, group_size, window, pool), None
+        return _decode_step(module, query, k_full, v_full, scale, group_size, window, pool), None
 
     return attention
 
@@ -63,28 +61,22 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
 def _decode_step(
     module: Any,
     query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    rep: int,
+    k_full: torch.Tensor,
+    v_full: torch.Tensor,
     scale: float,
     g: int,
     s: int,
     pool: str,
 ) -> torch.Tensor:
-    k_full = key.repeat_interleave(rep, 1) if rep > 1 else key
-    v_full = value.repeat_interleave(rep, 1) if rep > 1 else value
-    t = key.shape[2] - 1  # the new token's position
+    """One new token at position ``t``: keys and values are the whole cache (heads expanded)."""
+    t = k_full.shape[2] - 1
     kc, vc = module._cca_cores
     if (t + 1) % g == 0:  # this token completes a group: its query pools the group
         lo = t + 1 - g
-        if pool == "mean":
-            new_k, new_v = k_full[:, :, lo:].mean(2), v_full[:, :, lo:].mean(2)
-        else:
-            w = torch.softmax((k_full[:, :, lo:] @ query.transpose(-1, -2)) * scale, dim=2)
-            new_k = (w * k_full[:, :, lo:]).sum(2)
-            new_v = (w * v_full[:, :, lo:]).sum(2)
-        kc = torch.cat([kc, new_k[:, :, None]], dim=2)
-        vc = torch.cat([vc, new_v[:, :, None]], dim=2)
+        # core_tokens pools with the query at the group's last position: the new token's
+        q_group = query.expand(-1, -1, g, -1)
+        new_k, new_v = core_tokens(q_group, k_full[:, :, lo:], v_full[:, :, lo:], g, scale, pool)
+        kc, vc = torch.cat([kc, new_k], dim=2), torch.cat([vc, new_v], dim=2)
         setattr(module, "_cca_cores", (kc, vc))  # noqa: B010 - not a registered buffer
     J = max(0, (t + 1 - s) // g)
     keys = torch.cat([kc[:, :, :J], k_full[:, :, g * J :]], dim=2)

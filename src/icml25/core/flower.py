@@ -32,7 +32,7 @@ def server_app(
     """A ``ServerApp`` for ``flwr run``: ``strategy_fn(context)`` and ``initial_fn(context)``
     (the initial arrays) read the run config; the number of rounds is ``num-server-rounds``;
     the final arrays are logged as ``"<what> after N rounds: <describe(arrays)>"``."""
-    require_flwr(f"{what} on Flower")
+    require_flwr("a Flower ServerApp")
     from flwr.app import ArrayRecord
     from flwr.serverapp import ServerApp
 

@@ -422,7 +422,9 @@ def server_step(
     start: NatGaussian | None = None,
     optimizer: LocalOptimizer = LocalOptimizer(method="lbfgs"),
 ) -> NatGaussian:
-    """``argmin_q E_q[-sum_m log t_m] + D_s(q || prior)``; the product for the KL."""
+    """``argmin_q E_q[-sum_m log t_m] + D_s(q || prior)``; the product for the KL.
+    The expectation is closed form, so it is always solved by L-BFGS (``optimizer`` gives the
+    iteration limit, and Adam's steps and rate if L-BFGS must back off an AR bound)."""
     total = factors[0]
     for f in factors[1:]:
         total = total * f
@@ -444,7 +446,7 @@ def server_step(
         objective,
         begin,
         method="lbfgs",
-        optimizer=_as_lbfgs(optimizer),
+        optimizer=optimizer,
         fallback=prior,
         var_bound=_bound(divergence, v_p),
     )
@@ -453,14 +455,6 @@ def server_step(
 def _bound(divergence: Any, v_ref: Tensor) -> np.ndarray | None:
     bound = getattr(divergence, "var_bound", None)
     return bound(v_ref.numpy()) if bound is not None else None
-
-
-def _as_lbfgs(optimizer: LocalOptimizer) -> LocalOptimizer:
-    return (
-        optimizer
-        if optimizer.method == "lbfgs"
-        else LocalOptimizer(method="lbfgs", lbfgs_iter=optimizer.lbfgs_iter)
-    )
 
 
 # --- the federated loop --------------------------------------------------------------------
