@@ -23,6 +23,12 @@ def require_flwr(what: str) -> None:
         raise ImportError(f"{what} needs the [fed] extra: pip install 'icml25[fed]'") from exc
 
 
+def partition_of(context: Any) -> tuple[int, int]:
+    """``(partition-id, num-partitions)`` of a client app's node (0 partitions when unset)."""
+    config = context.node_config
+    return int(config["partition-id"]), int(config.get("num-partitions", 0))
+
+
 def server_app(
     what: str,
     strategy_fn: Callable[[Any], Any],

@@ -28,6 +28,7 @@ import torch
 
 from icml25.core.flower import (
     in_process_grid,
+    partition_of,
     quiet_flwr,
     require_flwr,
     server_app,
@@ -115,8 +116,7 @@ def make_client_app(
 
     @app.train()
     def train(msg: Message, context: Any) -> Message:
-        pid = int(context.node_config["partition-id"])
-        num = int(context.node_config.get("num-partitions", 0))
+        pid, num = partition_of(context)
         client = client_fn(pid, num)
         content: Any = msg.content
         q = NatGaussian.from_arrays(content["arrays"].to_numpy_ndarrays())

@@ -25,6 +25,7 @@ import numpy as np
 
 from icml25.core.flower import (
     in_process_grid,
+    partition_of,
     quiet_flwr,
     require_flwr,
     server_app,
@@ -108,9 +109,7 @@ def make_client_app(problem_fn: Callable[[int, int], Problem]) -> Any:
 
     @app.train()
     def train(msg: Message, context: Any) -> Message:
-        pid = int(context.node_config["partition-id"])
-        num = int(context.node_config.get("num-partitions", 0))
-        problem = problem_fn(pid, num)
+        problem = problem_fn(*partition_of(context))
         content: Any = msg.content
         w_g = content["arrays"].to_numpy_ndarrays()[0].astype(np.float64)
         cfg = content["config"]
