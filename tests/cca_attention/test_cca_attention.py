@@ -82,11 +82,12 @@ def test_bad_input_is_refused():
 
 def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():
     pytest.importorskip("transformers")
-    from icml25.cca_attention.hf import use_cca, use_full
+    from icml25.cca_attention.hf import cache_kwarg, use_cca, use_full
     from icml25.core.llm import tiny_llama
 
     model, _ = tiny_llama(layers=2, hidden=32, heads=4, seed=0)
     ids = torch.randint(6, 100, (1, 40), generator=torch.Generator().manual_seed(0))
+    kw = cache_kwarg(model)
     with torch.no_grad():
         full = model(input_ids=ids).logits
         use_cca(model, group_size=4, window=64)  # the window covers the whole context
@@ -95,8 +96,7 @@ def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():
         out = model(input_ids=ids[:, :20], use_cache=True)
         cache, steps = out.past_key_values, []
         for i in range(20, 30):
-            o = model(input_ids=ids[:, i : i + 1], past_key_values=cache, use_cache=True)
-            cache = o.past_key_values
+            o = model(input_ids=ids[:, i : i + 1], use_cache=True, **{kw: cache})
             steps.append(o.logits[:, -1])
         ref = model(input_ids=ids[:, :30]).logits[:, 20:30]
         torch.testing.assert_close(torch.stack(steps, 1), ref, atol=1e-5, rtol=1e-5)
@@ -105,6 +105,60 @@ def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():
         torch.testing.assert_close(model(input_ids=ids).logits, full)
     with pytest.raises(ValueError, match="group_size must be"):
         use_cca(model, group_size=0, window=4)
+
+
+@pytest.mark.parametrize("g,s,kv", [(4, 6, 4), (1, 0, 4), (5, 0, 2), (3, 2, 1), (4, 64, 2)])
+def test_compressed_cache_decodes_like_recomputing_and_keeps_only_the_window(g, s, kv):
+    pytest.importorskip("transformers")
+    from transformers import DynamicCache
+
+    from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca
+    from icml25.core.llm import tiny_llama
+
+    model, _ = tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=kv)
+    ids = torch.randint(6, 100, (1, 40), generator=torch.Generator().manual_seed(1))
+    kw = cache_kwarg(model)
+    use_cca(model, group_size=g, window=s)
+    with torch.no_grad():
+        cache, steps = CCACache(model), []
+        model(input_ids=ids[:, :17], use_cache=True, **{kw: cache})
+        for i in range(17, 40):
+            out = model(input_ids=ids[:, i : i + 1], use_cache=True, **{kw: cache})
+            steps.append(out.logits[:, -1])
+            assert cache.get_seq_length() == i + 1
+            assert all(layer.keys.shape[2] <= max(1, s + 2 * g) for layer in cache.layers)
+        ref = model(input_ids=ids).logits[:, 17:40]
+        torch.testing.assert_close(torch.stack(steps, 1), ref, atol=1e-5, rtol=1e-5)
+        # raw tokens are cached per KV head; core tokens per query head (4), one per group
+        full = DynamicCache()
+        model(input_ids=ids, use_cache=True, **{kw: full})
+        entry = 2 * (32 // 4) * 4  # key and value, head dim 8, float32
+        raw = sum(layer.keys.shape[2] for layer in cache.layers)
+        cores = 2 * 4 * (40 // g)  # 2 layers
+        assert kv_cache_bytes(model, cache) == entry * (kv * raw + cores)
+        assert kv_cache_bytes(model, full) == entry * (kv * 40 * 2 + cores)
+        a = model.generate(ids[:, :20], max_new_tokens=12, do_sample=False, **{kw: CCACache(model)})
+        b = model.generate(ids[:, :20], max_new_tokens=12, do_sample=False)
+        assert torch.equal(a, b)
+
+
+def test_a_cache_that_dropped_needed_tokens_is_refused():
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.hf import CCACache, cache_kwarg, use_cca, use_full
+    from icml25.core.llm import tiny_llama
+
+    model, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
+    with pytest.raises(ValueError, match="use_cca first"):
+        CCACache(model)
+    use_cca(model, group_size=2, window=2)
+    cache = CCACache(model)  # built for g = 2, s = 2, then the model's window widens
+    use_cca(model, group_size=2, window=8)
+    ids = torch.randint(6, 100, (1, 12))
+    kw = cache_kwarg(model)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="needs raw keys"):
+        model(input_ids=ids[:, :10], use_cache=True, **{kw: cache})
+        model(input_ids=ids[:, 10:11], use_cache=True, **{kw: cache})
+    use_full(model)
 
 
 def test_tiny_lm_attention_switch():
@@ -124,3 +178,30 @@ def test_tiny_lm_attention_switch():
     assert m[9, :4].all() and m[9, 7:].all() and not m[9, 4:7].any() and not m[0, 1:].any()
     with pytest.raises(ValueError, match="attention must be one of"):
         model.set_attention("linear")
+
+
+def test_perplexity_matches_hugging_face_loss_and_skips_early_positions():
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.reproduce import perplexity
+    from icml25.core.llm import tiny_llama
+
+    model, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
+    doc = torch.randint(6, 100, (50,), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        # one chunk, nothing skipped: exp of the model's own mean loss
+        loss = model(input_ids=doc[None, :48], labels=doc[None, :48]).loss
+        assert perplexity(model, [doc], 48, skip=0) == pytest.approx(float(loss.exp()), rel=1e-5)
+        # two chunks of 24 (the last 2 tokens dropped), targets at positions >= 10 only
+        nll = []
+        for c in doc[:48].reshape(2, 24):
+            logp = torch.log_softmax(model(input_ids=c[None]).logits[0], -1)
+            nll += [-float(logp[t - 1, c[t]]) for t in range(10, 24)]
+        expected = float(torch.tensor(nll).mean().exp())
+        assert perplexity(model, [doc], 24, skip=10) == pytest.approx(expected, rel=1e-5)
+
+
+def test_forward_cost_refuses_an_unknown_method():
+    from icml25.cca_attention.reproduce import forward_cost_here
+
+    with pytest.raises(ValueError, match="method must be"):
+        forward_cost_here("flash", 64)

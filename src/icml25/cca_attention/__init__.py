@@ -2,8 +2,9 @@
 
 Library: :func:`cca_attention` (SDPA-shaped causal attention, chunked), the dense reference
 :func:`dense_cca_attention`, :func:`core_tokens`, :func:`visible_groups`, :func:`reach`,
-the Hugging Face drop-in :func:`icml25.cca_attention.hf.use_cca`, and :class:`TinyLM` (a
-small causal LM with switchable attention). Reproduction: ``icml25 reproduce cca_attention``.
+the Hugging Face drop-in :func:`icml25.cca_attention.hf.use_cca` with its compressed KV cache
+:class:`icml25.cca_attention.hf.CCACache`, and :class:`TinyLM` (a small causal LM with
+switchable attention). Reproduction: ``icml25 reproduce cca_attention``.
 """
 
 from icml25.cca_attention.attention import (

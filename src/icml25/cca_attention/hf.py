@@ -10,11 +10,17 @@
   blend of its group's positions, and no new position is assigned. The paper does not
   document its choice; this one needs no change to the model.
 - **Decoding with a KV cache.** Prefill computes every layer's core tokens and keeps them on
-  the layer (``module._cca_cores``). Each decoding step attends to the visible cores and to
-  the raw window read from the ordinary KV cache. The last group stays incomplete, and in
-  the raw window, until its last token arrives. That token's query then pools the group into
-  a new core token, the paper's scheme. The KV cache itself is not compressed here: it
-  stores every raw key, as the model's own cache does.
+  the layer (``module._cca_cores``, with ``module._cca_seen`` tokens so far). Each decoding
+  step attends to the visible cores and to the raw window read from the KV cache. The last
+  group stays incomplete, and in the raw window, until its last token arrives. That token's
+  query then pools the group into a new core token, the paper's scheme.
+- **The compressed cache.** With the model's own ``DynamicCache`` every raw key stays
+  cached. :class:`CCACache` keeps, per layer, only the raw keys and values that a later
+  query can still read (the window and the incomplete group: at most ``s + 2g`` tokens);
+  the rest live on only inside core tokens. Pass it as the model's cache:
+  ``model(ids, **{cache_kwarg(model): CCACache(model)})`` (``cache=`` in recent
+  ``transformers``, ``past_key_values=`` before), and likewise to ``generate``.
+  :func:`kv_cache_bytes` counts what a cache and the core tokens hold.
 - **Limits.** Padding masks are refused (CCA's groups assume aligned sequences): pass
   unpadded batches. A decoding step must add one token.
 """
@@ -27,6 +33,11 @@ from typing import Any
 import torch
 
 from icml25.cca_attention.attention import cca_attention, core_tokens, expand_kv
+
+try:  # the compressed cache subclasses transformers' cache layer; the rest imports lazily
+    from transformers.cache_utils import Cache, DynamicLayer
+except ImportError:  # pragma: no cover - without the [llm] extra
+    Cache = DynamicLayer = object  # type: ignore[misc,assignment]
 
 
 def _attention_fn(group_size: int, window: int, pool: str) -> Any:
@@ -49,7 +60,8 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
                 query, k_full, v_full, group_size=group_size, window=window, scale=scale, pool=pool
             )
             cores = core_tokens(query, k_full, v_full, group_size, scale, pool)
-            setattr(module, "_cca_cores", cores)  # noqa: B010 - not a registered buffer
+            setattr(module, "_cca_cores", cores)  # noqa: B010 - not registered buffers
+            setattr(module, "_cca_seen", query.shape[2])  # noqa: B010
             return out.transpose(1, 2).contiguous(), None
         if query.shape[2] != 1:
             raise NotImplementedError("CCA decoding adds one token per step")
@@ -68,19 +80,28 @@ def _decode_step(
     s: int,
     pool: str,
 ) -> torch.Tensor:
-    """One new token at position ``t``: keys and values are the whole cache (heads expanded)."""
-    t = k_full.shape[2] - 1
+    """One new token at position ``t``. The keys and values (heads expanded) are the cached
+    suffix that ends at ``t``: the whole cache, or what :class:`CCACache` kept."""
+    t = module._cca_seen
+    offset = t + 1 - k_full.shape[2]  # absolute position of k_full[:, :, 0]
     kc, vc = module._cca_cores
+    J = max(0, (t + 1 - s) // g)
+    needed = min(g * J, t + 1 - g) if (t + 1) % g == 0 else g * J
+    if needed < offset:
+        raise RuntimeError(
+            f"the KV cache starts at position {offset}, but CCA at position {t} needs raw keys "
+            f"from {needed}: use the model's own cache or CCACache(model)"
+        )
     if (t + 1) % g == 0:  # this token completes a group: its query pools the group
-        lo = t + 1 - g
+        lo = t + 1 - g - offset
         # core_tokens pools with the query at the group's last position: the new token's
         q_group = query.expand(-1, -1, g, -1)
         new_k, new_v = core_tokens(q_group, k_full[:, :, lo:], v_full[:, :, lo:], g, scale, pool)
         kc, vc = torch.cat([kc, new_k], dim=2), torch.cat([vc, new_v], dim=2)
         setattr(module, "_cca_cores", (kc, vc))  # noqa: B010 - not a registered buffer
-    J = max(0, (t + 1 - s) // g)
-    keys = torch.cat([kc[:, :, :J], k_full[:, :, g * J :]], dim=2)
-    values = torch.cat([vc[:, :, :J], v_full[:, :, g * J :]], dim=2)
+    setattr(module, "_cca_seen", t + 1)  # noqa: B010
+    keys = torch.cat([kc[:, :, :J], k_full[:, :, g * J - offset :]], dim=2)
+    values = torch.cat([vc[:, :, :J], v_full[:, :, g * J - offset :]], dim=2)
     probs = torch.softmax((query @ keys.transpose(-1, -2)) * scale, dim=-1)
     return (probs @ values).transpose(1, 2).contiguous()
 
@@ -109,9 +130,92 @@ def use_cca(model: Any, *, group_size: int, window: int, pool: str = "attention"
     AttentionInterface.register(name, _attention_fn(group_size, window, pool))
     AttentionMaskInterface.register(name, sdpa_mask)
     model.set_attn_implementation(name)
+    model._cca_settings = (group_size, window)
     return name
 
 
 def use_full(model: Any, implementation: str = "sdpa") -> None:
     """Back to full attention (PyTorch's SDPA by default)."""
     model.set_attn_implementation(implementation)
+    model._cca_settings = None
+
+
+class CCACacheLayer(DynamicLayer):  # type: ignore[misc]
+    """One layer's raw keys and values, only from the earliest position a later query of CCA
+    can still read: the start of its window or of the incomplete group, whichever is first
+    (and at least the last token, so that a decoding step is never mistaken for a prefill).
+    Earlier tokens live on only inside the layer's core tokens."""
+
+    is_croppable = False
+
+    def __init__(self, group_size: int, window: int) -> None:
+        super().__init__()
+        self.group_size, self.window = group_size, window
+        self.cumulative_length = 0
+        self.start = 0  # absolute position of the first kept token
+
+    def _needed_from(self, p: int) -> int:
+        g = self.group_size
+        return g * min(max(0, (p + 1 - self.window) // g), p // g)
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        keys = torch.cat([self.keys, key_states], dim=-2)
+        values = torch.cat([self.values, value_states], dim=-2)
+        self.cumulative_length += key_states.shape[-2]
+        n = self.cumulative_length
+        keep = max(self.start, min(self._needed_from(n), n - 1))
+        self.keys, self.values = keys[:, :, keep - self.start :], values[:, :, keep - self.start :]
+        self.start = keep
+        return keys, values
+
+    def get_seq_length(self) -> int:
+        return self.cumulative_length
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.cumulative_length - self.start + query_length, self.start
+
+    def reset(self) -> None:
+        super().reset()
+        self.cumulative_length = self.start = 0
+
+    def crop(self, tokens_to_remove: int) -> None:
+        raise NotImplementedError("a CCA cache cannot be cropped: dropped tokens are pooled")
+
+
+class CCACache(Cache):  # type: ignore[misc]
+    """A KV cache for a model switched to CCA by :func:`use_cca`: each layer keeps at most
+    ``window + 2 * group_size`` raw tokens (plus the core tokens on its attention module)."""
+
+    def __init__(self, model: Any) -> None:
+        settings = getattr(model, "_cca_settings", None)
+        if settings is None:
+            raise ValueError("CCACache(model) needs a model switched to CCA: call use_cca first")
+        layers = model.config.get_text_config(decoder=True).num_hidden_layers
+        super().__init__(layers=[CCACacheLayer(*settings) for _ in range(layers)])
+
+
+def cache_kwarg(model: Any) -> str:
+    """The name under which this ``transformers`` version takes a KV cache."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def kv_cache_bytes(model: Any, cache: Any) -> int:
+    """Bytes held for decoding: the cache's keys and values, plus CCA's core tokens when the
+    model uses CCA."""
+    total = sum(
+        t.numel() * t.element_size()
+        for layer in cache.layers
+        for t in (layer.keys, layer.values)
+        if isinstance(t, torch.Tensor)
+    )
+    if getattr(model, "_cca_settings", None) is not None:
+        for module in model.modules():
+            for t in getattr(module, "_cca_cores", ()):
+                total += t.numel() * t.element_size()
+    return total

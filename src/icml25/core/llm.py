@@ -126,9 +126,12 @@ CHATML = (
 )
 
 
-def tiny_llama(layers: int = 4, hidden: int = 64, heads: int = 4, seed: int = 0) -> tuple[Any, Any]:
+def tiny_llama(
+    layers: int = 4, hidden: int = 64, heads: int = 4, seed: int = 0, kv_heads: int | None = None
+) -> tuple[Any, Any]:
     """A randomly initialised ``LlamaForCausalLM`` (SmolLM2's architecture, tiny) and a
-    character-level tokenizer with a ChatML template: for tests, no download, no wheel."""
+    character-level tokenizer with a ChatML template: for tests, no download, no wheel.
+    ``kv_heads`` below ``heads`` gives grouped-query attention, as in SmolLM2."""
     require_transformers()
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -155,7 +158,7 @@ def tiny_llama(layers: int = 4, hidden: int = 64, heads: int = 4, seed: int = 0)
         intermediate_size=2 * hidden,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        num_key_value_heads=heads,
+        num_key_value_heads=heads if kv_heads is None else kv_heads,
         max_position_embeddings=512,
         bos_token_id=vocab["<s>"],
         eos_token_id=vocab["<|im_end|>"],
