@@ -12,15 +12,34 @@ The metric is accuracy on 1,000 held-out sequences.
 (same weights). It is evaluated, fine-tuned briefly with CCA, and evaluated again.
 Recovery = accuracy after / full attention's.
 
-**(d) Efficiency.** One (1, 8, L, 64) float32 causal forward pass, CCA (``g = 16,
-s = 256``) against PyTorch's fused SDPA, timed in the same run.
+**(c) A real pretrained LM.** SmolLM2-135M-Instruct (the embedded default of
+:func:`icml25.core.llm.load_causal_lm`, float32) with CCA (``g = 16, s = 128``) swapped into
+every layer by :func:`icml25.cca_attention.hf.use_cca`. Text: the source files of Python
+standard-library modules, long real documents that every Python ships. Evaluation on the
+first tokens of ``EVAL_MODULES`` (quick: 2 files x 1,024 tokens; full: 3 x 2,048), cut into
+chunks of each context length L; the perplexity counts the tokens at positions >= s in each
+chunk (before s, CCA and full attention see the same keys). Fine-tune on the disjoint
+``FINETUNE_MODULES``: AdamW, lr 1e-4, no weight decay, batch 1, 512-token windows at random
+offsets (quick 10 steps, full 40). The same batches fine-tune a full-attention copy, the
+control for what fine-tuning on this text does anyway. The ``tiny`` budget runs the same
+pipeline on :func:`icml25.core.llm.tiny_llama` (numbers meaningless).
 
-The SmolLM2 perplexity experiment (c) is not run yet: see the README. Rules were fixed
-before the first run.
+**(d) Efficiency.** One (1, 8, L, 64) float32 causal forward pass, CCA (``g = 16,
+s = 256``) against PyTorch's fused SDPA: time and peak-memory growth, each (method, L) in a
+fresh subprocess. And the decoding memory of (c)'s model after a prefill of L tokens: the
+model's own KV cache under full attention against :class:`~icml25.cca_attention.hf.CCACache`
+plus the core tokens.
+
+Rules were fixed before the first run; (c) and the memory claim were added, with their
+rules, before their first run.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +100,25 @@ CLAIMS = (
         rule=Rule(">=", 0.9, partial=0.7),
     ),
     Claim(
+        id="smollm2_quality",
+        statement="After a short fine-tune, a pretrained LM with CCA models long text about as "
+        "well as with full attention.",
+        where="Abstract (plug-and-play, minimal fine-tuning); LongBench: CCA 21.86 vs 22.11",
+        metric="SmolLM2-135M perplexity, CCA / full attention, both after the same fine-tune, "
+        "at the longest context of the budget",
+        paper_value="~1 (LongBench score 0.99 of full attention's)",
+        rule=Rule("<=", 1.1, partial=1.3),
+    ),
+    Claim(
+        id="smollm2_finetune_closes_gap",
+        statement="A short fine-tune recovers most of what swapping in CCA costs a pretrained LM.",
+        where="Abstract (replaces self-attention in existing LLMs with minimal fine-tuning)",
+        metric="log-perplexity gap (CCA - full) after the fine-tune / the gap before it, "
+        "longest context",
+        paper_value="small (1,000 fine-tuning steps for 7B models)",
+        rule=Rule("<=", 0.5, partial=0.8),
+    ),
+    Claim(
         id="speedup_long",
         statement="CCA is several times faster than full attention on long contexts.",
         where="Table (3.5x first-token speed-up at 32K, 5.7x at 64K)",
@@ -96,6 +134,16 @@ CLAIMS = (
         paper_value="1",
         rule=Rule(">=", 1.0, partial=0.5),
     ),
+    Claim(
+        id="decoding_memory",
+        statement="CCA needs much less memory than full attention for a long context: the "
+        "KV cache keeps only the window and one core token per group.",
+        where="Table (19.12 vs 35.58 GB at 32K, -46%, LLaMA2-7B; most of the gap is KV cache)",
+        metric="SmolLM2 decoding memory after a prefill (KV cache + core tokens), CCA / full, "
+        "at the longest length of the budget",
+        paper_value="0.54 (total GPU memory)",
+        rule=Rule("<=", 0.54, partial=0.8),
+    ),
 )
 
 
@@ -106,13 +154,41 @@ class Budget:
     finetune_steps: int
     seeds: int
     speed_lengths: tuple[int, ...]
+    lm_lengths: tuple[int, ...]  # (c): evaluation contexts
+    lm_docs: int  # (c): evaluation files
+    lm_steps: int  # (c): fine-tuning steps
+    lm_window: int  # (c): fine-tuning sequence length
+    kv_lengths: tuple[int, ...]  # (d): prefill lengths for the decoding memory
 
 
 BUDGETS = {
-    "tiny": Budget(64, 3, 2, 1, (256, 512)),
-    "quick": Budget(256, 400, 150, 1, (1024, 4096, 8192)),
-    "full": Budget(256, 1000, 300, 1, (1024, 4096, 16384)),
+    "tiny": Budget(64, 3, 2, 1, (256, 512), (160, 320), 1, 2, 160, (160, 320)),
+    "quick": Budget(
+        256, 400, 150, 1, (1024, 4096, 8192), (256, 512, 1024), 2, 10, 512, (512, 1024, 2048)
+    ),
+    "full": Budget(
+        256, 1000, 300, 1, (1024, 4096, 16384), (512, 1024, 2048), 3, 40, 512, (1024, 2048, 4096)
+    ),
 }
+LM_G, LM_S = 16, 128
+EVAL_MODULES = ("argparse", "tarfile", "difflib")
+FINETUNE_MODULES = (
+    "configparser",
+    "calendar",
+    "fractions",
+    "statistics",
+    "shlex",
+    "ipaddress",
+    "pickletools",
+    "smtplib",
+    "imaplib",
+    "mailbox",
+    "pydoc",
+    "inspect",
+    "typing",
+    "dataclasses",
+    "enum",
+)
 
 
 def needle_batch(n: int, length: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,24 +221,159 @@ def accuracy(model: TinyLM, length: int, seed: int) -> float:
     return float((model(ids)[:, -1].argmax(-1) == vals).float().mean())
 
 
-def speedups(lengths: tuple[int, ...]) -> list[float]:
+def _rss_kib(field: str) -> int:
+    """``VmRSS`` or ``VmHWM`` from ``/proc/self/status``; elsewhere the ``getrusage`` peak."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    except OSError:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def forward_cost_here(method: str, length: int, repeats: int = 3) -> dict[str, float]:
+    """Seconds (best of ``repeats - 1`` after a warm-up) and the peak growth of this process's
+    resident memory (MiB) over its inputs, for one (1, 8, L, 64) float32 causal forward pass.
+    The peak is Linux's high-water mark (``VmHWM``), reset to the current resident set just
+    before the runs (``/proc/self/clear_refs``); run it in a fresh process
+    (:func:`forward_cost`), where freed memory is not there to be reused."""
+    if method not in ("sdpa", "cca"):
+        raise ValueError(f"method must be 'sdpa' or 'cca', got {method!r}")
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 8, length, 64) for _ in range(3))
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the high-water mark
+    except OSError:  # not Linux: growth over the process's earlier peak (may read 0)
+        pass
+    base = _rss_kib("VmRSS")
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            if method == "sdpa":
+                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                cca_attention(q, k, v, group_size=16, window=256)
+        times.append(time.perf_counter() - t0)
+    return {"seconds": min(times[1:] or times), "mib": (_rss_kib("VmHWM") - base) / 1024}
+
+
+def forward_cost(method: str, length: int, repeats: int = 3) -> dict[str, float]:
+    """:func:`forward_cost_here` in a fresh Python process."""
+    code = (
+        "import json; from icml25.cca_attention.reproduce import forward_cost_here as f; "
+        f"print(json.dumps(f({method!r}, {int(length)}, {int(repeats)})))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"forward_cost({method!r}, {length}) failed:\n{run.stderr[-2000:]}")
+    return dict(json.loads(run.stdout.strip().splitlines()[-1]))
+
+
+def module_tokens(names: tuple[str, ...], tok: Any) -> list[torch.Tensor]:
+    """Token ids of the source files of standard-library modules (one 1-D tensor each)."""
+    import importlib
+    import inspect
+    from pathlib import Path
+
     out = []
-    for length in lengths:
-        q, k, v = (torch.randn(1, 8, length, 64) for _ in range(3))
-        times = {}
-        for name in ("sdpa", "cca"):
-            best = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                with torch.no_grad():
-                    if name == "sdpa":
-                        F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                    else:
-                        cca_attention(q, k, v, group_size=16, window=256)
-                best.append(time.perf_counter() - t0)
-            times[name] = min(best[1:])  # the first call is a warm-up
-        out.append(times["sdpa"] / times["cca"])
+    for name in names:
+        path = inspect.getsourcefile(importlib.import_module(name))
+        if path is None:
+            raise FileNotFoundError(f"no source file for the standard-library module {name!r}")
+        text = Path(path).read_text(encoding="utf-8")
+        out.append(torch.tensor(tok(text, add_special_tokens=False, verbose=False)["input_ids"]))
     return out
+
+
+@torch.no_grad()
+def perplexity(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> float:
+    """exp(mean next-token NLL) over the tokens at positions >= ``skip`` of every
+    ``length``-token chunk of every document (each document holds a whole number of chunks)."""
+    model.eval()
+    total, count = 0.0, 0
+    for doc in docs:
+        chunks = doc[: len(doc) // length * length].reshape(-1, length)
+        for i in range(0, len(chunks), max(1, 4096 // length)):  # about 4K tokens a batch
+            ids = chunks[i : i + max(1, 4096 // length)]
+            logits = model(input_ids=ids).logits[:, :-1]
+            nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
+            total += float(nll[:, max(0, skip - 1) :].sum())
+            count += nll[:, max(0, skip - 1) :].numel()
+    return math.exp(total / count)
+
+
+def finetune_lm(model: Any, text: torch.Tensor, steps: int, length: int, seed: int) -> None:
+    """AdamW (lr 1e-4, no weight decay), batch 1, ``length``-token windows at random offsets."""
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    model.train()
+    for _ in range(steps):
+        start = int(torch.randint(0, len(text) - length, (1,), generator=gen))
+        ids = text[start : start + length][None]
+        loss = model(input_ids=ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+
+
+def _load_lm(tiny: bool) -> tuple[Any, Any]:
+    from icml25.core.llm import load_causal_lm, tiny_llama
+
+    if tiny:
+        return tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=2)
+    return load_causal_lm(quiet=True)
+
+
+def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
+    """(c): perplexities of full attention and CCA at each context, before and after the
+    same fine-tune; and (d)'s decoding memory after a prefill of each ``kv_lengths``."""
+    from transformers import DynamicCache
+
+    from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca, use_full
+
+    tiny = ctx.budget == "tiny"
+    model, tok = _load_lm(tiny)
+    L_max = max(b.lm_lengths)
+    docs = [d[:L_max] for d in module_tokens(EVAL_MODULES[: b.lm_docs], tok)]
+    if any(len(d) < L_max for d in docs):
+        raise ValueError(f"an evaluation file has fewer than {L_max} tokens")
+    text = torch.cat(module_tokens(FINETUNE_MODULES, tok))
+    ppl: dict[str, list[float]] = {}
+    ctx.progress(f"(c) perplexity before fine-tuning at L = {b.lm_lengths}")
+    use_full(model)
+    ppl["full"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
+    use_cca(model, group_size=LM_G, window=LM_S)
+    ppl["cca"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
+
+    ctx.progress("(d) decoding memory after a prefill")
+    kw = cache_kwarg(model)
+    memory: dict[str, list[float]] = {"full": [], "cca": []}
+    kv_input = module_tokens(("tarfile",), tok)[0]  # 26K SmolLM2 tokens: enough for 4K
+    for n in b.kv_lengths:
+        ids = kv_input[:n][None]
+        with torch.no_grad():
+            for name in ("full", "cca"):
+                if name == "full":
+                    use_full(model)
+                    cache: Any = DynamicCache()
+                else:
+                    use_cca(model, group_size=LM_G, window=LM_S)
+                    cache = CCACache(model)
+                model(input_ids=ids, use_cache=True, **{kw: cache})
+                memory[name].append(kv_cache_bytes(model, cache) / 2**20)
+
+    for name in ("full", "cca"):
+        ctx.progress(f"(c) fine-tuning a {name}-attention copy ({b.lm_steps} steps)")
+        model, _ = _load_lm(tiny)
+        if name == "cca":
+            use_cca(model, group_size=LM_G, window=LM_S)
+        finetune_lm(model, text, b.lm_steps, b.lm_window, seed)
+        ppl[f"{name}+ft"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
+    return {"ppl": ppl, "memory": memory}
 
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
@@ -190,8 +401,18 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         out["sink_fails"].append(acc["sink"])
         out["attention_pooling_beats_mean"].append(acc["cca"] - acc["cca_mean"])
         out["plug_and_play"].append(acc["swap+ft"] / max(acc["full"], 1e-9))
-    ctx.progress(f"speed: lengths {b.speed_lengths}")
-    ratios = speedups(b.speed_lengths)
+    lm = pretrained_lm(ctx, b, ctx.seeds[0])
+    ppl, memory = lm["ppl"], lm["memory"]
+    out["smollm2_quality"].append(ppl["cca+ft"][-1] / ppl["full+ft"][-1])
+    gap_before = math.log(ppl["cca"][-1] / ppl["full"][-1])
+    gap_after = math.log(ppl["cca+ft"][-1] / ppl["full+ft"][-1])
+    closed = gap_after / gap_before if gap_before > 0 else (0.0 if gap_after <= 0 else math.inf)
+    out["smollm2_finetune_closes_gap"].append(closed)
+    out["decoding_memory"].append(memory["cca"][-1] / memory["full"][-1])
+
+    ctx.progress(f"(d) speed and memory of one forward pass: lengths {b.speed_lengths}")
+    cost = {m: [forward_cost(m, n) for n in b.speed_lengths] for m in ("sdpa", "cca")}
+    ratios = [a["seconds"] / c["seconds"] for a, c in zip(cost["sdpa"], cost["cca"], strict=True)]
     out["speedup_long"].append(ratios[-1])
     grows = [ratios[i + 1] > ratios[i] for i in range(len(ratios) - 1)]
     out["speedup_grows"].append(float(np.mean(grows)))
@@ -200,20 +421,44 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         + ", ".join(f"{k} {np.mean(v):.3f}" for k, v in table.items())
         + " (swap: the full model with CCA swapped in, before and after the fine-tune)."
     )
+    model_name = "tiny_llama (random)" if ctx.budget == "tiny" else "SmolLM2-135M"
     ctx.note(
-        "Speed-up over SDPA: "
-        + ", ".join(f"L={n}: {r:.2f}x" for n, r in zip(b.speed_lengths, ratios, strict=True))
+        f"(c) {model_name} perplexity at L = {b.lm_lengths} (tokens at positions >= {LM_S}): "
+        + "; ".join(f"{k} " + "/".join(f"{v:.2f}" for v in vals) for k, vals in ppl.items())
+        + f" (+ft: after {b.lm_steps} fine-tuning steps)."
     )
-    _figure(ctx, table, b.speed_lengths, ratios)
+    ctx.note(
+        f"(d) decoding memory (MiB) after a prefill of L = {b.kv_lengths}: full KV cache "
+        + "/".join(f"{v:.2f}" for v in memory["full"])
+        + "; CCACache + core tokens "
+        + "/".join(f"{v:.2f}" for v in memory["cca"])
+        + "."
+    )
+    ctx.note(
+        "(d) one forward pass, SDPA vs CCA: "
+        + "; ".join(
+            f"L={n}: {1000 * a['seconds']:.0f} vs {1000 * c['seconds']:.0f} ms ({r:.2f}x), "
+            f"peak {a['mib']:.0f} vs {c['mib']:.0f} MiB"
+            for n, a, c, r in zip(b.speed_lengths, cost["sdpa"], cost["cca"], ratios, strict=True)
+        )
+    )
+    _figure(ctx, table, b, ratios, ppl, memory, cost)
     return out
 
 
 def _figure(
-    ctx: RunContext, table: dict[str, list[float]], lengths: tuple[int, ...], ratios: list[float]
+    ctx: RunContext,
+    table: dict[str, list[float]],
+    b: Budget,
+    ratios: list[float],
+    ppl: dict[str, list[float]],
+    memory: dict[str, list[float]],
+    cost: dict[str, list[dict[str, float]]],
 ) -> None:
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.2))
+    ax1, ax3, ax2, ax4 = axes.ravel()
     names = list(table)
     ax1.bar(range(len(names)), [np.mean(table[n]) for n in names])
     ax1.axhline(1 / VALUES, ls=":", color="gray", label="chance")
@@ -221,10 +466,28 @@ def _figure(
     ax1.set_ylabel("needle accuracy")
     ax1.set_title("(a) long-range retrieval, (b) swap in CCA", fontsize=9)
     ax1.legend()
-    ax2.plot(lengths, ratios, marker="o")
+    ax2.plot(b.speed_lengths, ratios, marker="o")
     ax2.axhline(1, ls=":", color="gray")
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("sequence length")
     ax2.set_ylabel("SDPA time / CCA time")
     ax2.set_title("(d) forward speed-up over PyTorch SDPA (CPU)", fontsize=9)
+    for name, vals in ppl.items():
+        ax3.plot(b.lm_lengths, vals, marker="o", ls="--" if "ft" in name else "-", label=name)
+    ax3.set_xscale("log", base=2)
+    ax3.set_xlabel("context length")
+    ax3.set_ylabel(f"perplexity (positions >= {LM_S})")
+    ax3.set_title(f"(c) pretrained LM, CCA swapped in (g={LM_G}, s={LM_S})", fontsize=9)
+    ax3.legend(fontsize=8)
+    ax4.plot(b.kv_lengths, memory["full"], marker="o", label="KV cache, full attention")
+    ax4.plot(b.kv_lengths, memory["cca"], marker="o", label="CCACache + core tokens")
+    ax4.plot(b.speed_lengths, [c["mib"] for c in cost["sdpa"]], marker="s", ls=":", label="SDPA")
+    ax4.plot(b.speed_lengths, [c["mib"] for c in cost["cca"]], marker="s", ls=":", label="CCA")
+    ax4.set_xscale("log", base=2)
+    ax4.set_yscale("log")
+    ax4.set_xlabel("sequence length")
+    ax4.set_ylabel("MiB")
+    ax4.set_title("(d) decoding memory (solid); forward peak, one layer (dotted)", fontsize=9)
+    ax4.legend(fontsize=7)
+    fig.tight_layout()
     ctx.save_figure(fig, "cca_summary")
