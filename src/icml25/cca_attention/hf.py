@@ -140,7 +140,7 @@ def use_full(model: Any, implementation: str = "sdpa") -> None:
     model._cca_settings = None
 
 
-class CCACacheLayer(DynamicLayer):  # type: ignore[misc]
+class CCACacheLayer(DynamicLayer):
     """One layer's raw keys and values, only from the earliest position a later query of CCA
     can still read: the start of its window or of the incomplete group, whichever is first
     (and at least the last token, so that a decoding step is never mistaken for a prefill).
@@ -163,6 +163,7 @@ class CCACacheLayer(DynamicLayer):  # type: ignore[misc]
     ) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
+        assert self.keys is not None and self.values is not None
         keys = torch.cat([self.keys, key_states], dim=-2)
         values = torch.cat([self.values, value_states], dim=-2)
         self.cumulative_length += key_states.shape[-2]
@@ -186,7 +187,7 @@ class CCACacheLayer(DynamicLayer):  # type: ignore[misc]
         raise NotImplementedError("a CCA cache cannot be cropped: dropped tokens are pooled")
 
 
-class CCACache(Cache):  # type: ignore[misc]
+class CCACache(Cache):
     """A KV cache for a model switched to CCA by :func:`use_cca`: each layer keeps at most
     ``window + 2 * group_size`` raw tokens (plus the core tokens on its attention module)."""
 
