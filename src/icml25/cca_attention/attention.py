@@ -126,8 +126,9 @@ def cca_attention(
             values = torch.cat([vc[:, :, :jmax], value[:, :, k0:b]], dim=2)
         else:
             keys, values = key[:, :, k0:b], value[:, :, k0:b]
-        logits = (query[:, :, a:b] @ keys.transpose(-1, -2)) * scale
-        logits = logits.masked_fill(hidden, torch.finfo(logits.dtype).min)
+        # in place: one block of logits and its softmax are the largest buffers held
+        logits = (query[:, :, a:b] @ keys.transpose(-1, -2)).mul_(scale)
+        logits.masked_fill_(hidden, torch.finfo(logits.dtype).min)
         out[:, :, a:b] = torch.softmax(logits, dim=-1) @ values
     return out
 
