@@ -205,3 +205,48 @@ def test_forward_cost_refuses_an_unknown_method():
 
     with pytest.raises(ValueError, match="method must be"):
         forward_cost_here("flash", 64)
+
+
+def test_finetune_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.reproduce import finetune_lm
+    from icml25.core.llm import tiny_llama
+
+    text = torch.randint(6, 100, (400,), generator=torch.Generator().manual_seed(0))
+    straight, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
+    finetune_lm(straight, text, 6, 32, seed=1)
+    ckpt = tmp_path / "ft.pt"
+    first, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
+    finetune_lm(first, text, 4, 32, seed=1, checkpoint=ckpt, every=2)  # "interrupted" at 4
+    resumed, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=5)  # other initial weights
+    finetune_lm(resumed, text, 6, 32, seed=1, checkpoint=ckpt, every=2)
+    for a, b in zip(straight.parameters(), resumed.parameters(), strict=True):
+        torch.testing.assert_close(a, b)
+    with pytest.raises(ValueError, match="more than length"):
+        finetune_lm(straight, text[:20], 1, 32, seed=1)
+
+
+@pytest.mark.slow
+def test_real_smollm2_decodes_through_the_compressed_cache():  # opt-in: make llm; -m slow
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca
+    from icml25.core.llm import load_causal_lm, smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except FileNotFoundError:
+        pytest.skip("SmolLM2 is not installed (make llm)")
+    model, tok = load_causal_lm(quiet=True)
+    ids = tok("import os\n" * 120, return_tensors="pt").input_ids[:, :200]
+    assert ids.shape[1] == 200
+    use_cca(model, group_size=16, window=64)  # GQA: 9 query heads, 3 KV heads
+    kw = cache_kwarg(model)
+    with torch.no_grad():
+        cache, steps = CCACache(model), []
+        model(input_ids=ids[:, :150], use_cache=True, **{kw: cache})
+        for i in range(150, 200):
+            steps.append(model(input_ids=ids[:, i : i + 1], use_cache=True, **{kw: cache}).logits)
+        ref = model(input_ids=ids).logits[:, 150:200]
+    torch.testing.assert_close(torch.cat(steps, 1), ref, atol=1e-4, rtol=1e-4)
+    assert all(layer.keys.shape[2] <= 64 + 2 * 16 for layer in cache.layers)
+    assert kv_cache_bytes(model, cache) > 0

@@ -41,7 +41,9 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -276,7 +278,6 @@ def module_tokens(names: tuple[str, ...], tok: Any) -> list[torch.Tensor]:
     """Token ids of the source files of standard-library modules (one 1-D tensor each)."""
     import importlib
     import inspect
-    from pathlib import Path
 
     out = []
     for name in names:
@@ -305,18 +306,58 @@ def perplexity(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> 
     return math.exp(total / count)
 
 
-def finetune_lm(model: Any, text: torch.Tensor, steps: int, length: int, seed: int) -> None:
-    """AdamW (lr 1e-4, no weight decay), batch 1, ``length``-token windows at random offsets."""
+def finetune_lm(
+    model: Any,
+    text: torch.Tensor,
+    steps: int,
+    length: int,
+    seed: int,
+    *,
+    checkpoint: Path | None = None,
+    every: int = 25,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """AdamW (lr 1e-4, no weight decay), batch 1, ``length``-token windows at random offsets.
+
+    With ``checkpoint``, the model, optimizer, sampler state and step are saved there every
+    ``every`` steps and at the end; a run that finds the file resumes from it, and the
+    result is the same as an uninterrupted run's."""
+    if not (isinstance(steps, int) and steps >= 0):
+        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
+    if len(text) <= length:
+        raise ValueError(f"text has {len(text)} tokens: it needs more than length = {length}")
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    done = 0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        done = state["step"]
+
+    def save(step: int) -> None:
+        if checkpoint is not None:
+            state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+            state |= {"generator": gen.get_state(), "step": step}
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(state, checkpoint.with_suffix(".tmp"))
+            checkpoint.with_suffix(".tmp").replace(checkpoint)  # never a half-written file
+
     model.train()
-    for _ in range(steps):
+    for step in range(done, steps):
         start = int(torch.randint(0, len(text) - length, (1,), generator=gen))
         ids = text[start : start + length][None]
         loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if progress is not None:
+            progress(f"step {step + 1}/{steps}: loss {loss.item():.3f}")
+        if (step + 1) % every == 0 and step + 1 < steps:
+            save(step + 1)
+    if steps > done:
+        save(steps)
     model.eval()
 
 
