@@ -372,12 +372,12 @@ def _load_lm(tiny: bool) -> tuple[Any, Any]:
 def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
     """(c): perplexities of full attention and CCA at each context, before and after the
     same fine-tune; and (d)'s decoding memory after a prefill of each ``kv_lengths``."""
+    tiny = ctx.budget == "tiny"
+    model, tok = _load_lm(tiny)  # first: it says which extra or wheel is missing
     from transformers import DynamicCache
 
     from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca, use_full
 
-    tiny = ctx.budget == "tiny"
-    model, tok = _load_lm(tiny)
     L_max = max(b.lm_lengths)
     docs = [d[:L_max] for d in module_tokens(EVAL_MODULES[: b.lm_docs], tok)]
     if any(len(d) < L_max for d in docs):
