@@ -103,10 +103,26 @@ def cca_attention(
     O(L (L/g + 2 s + g)) time and O(block (L/g + block + s + g)) extra memory."""
     _check(query, key, value, group_size, window)
     key, value = expand_kv(query, key, value)
-    L, D = query.shape[2], query.shape[3]
-    g, s = group_size, window
-    scale = 1.0 / math.sqrt(D) if scale is None else scale
-    kc, vc = core_tokens(query, key, value, g, scale, pool)
+    scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else scale
+    cores = core_tokens(query, key, value, group_size, scale, pool)
+    return attend(query, key, value, cores, group_size, window, scale, block_size)
+
+
+def attend(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    cores: tuple[Tensor, Tensor],
+    g: int,
+    s: int,
+    scale: float,
+    block_size: int | None = None,
+) -> Tensor:
+    """The blocked kernel of :func:`cca_attention`, given the core tokens (from
+    :func:`core_tokens`) and keys and values with the query's head count: for a caller that
+    keeps the core tokens (the Hugging Face drop-in's prefill). Inputs are not checked."""
+    kc, vc = cores
+    L = query.shape[2]
     if block_size is None:
         block_size = max(128, s)
     if not (isinstance(block_size, int) and block_size >= 1):

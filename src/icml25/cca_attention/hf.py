@@ -3,7 +3,8 @@
 :func:`use_cca` registers an attention function with ``transformers``' ``AttentionInterface``
 (and the SDPA mask builder under the same name) and switches the loaded model to it;
 :func:`use_full` switches back. Every attention layer then runs
-:func:`~icml25.cca_attention.attention.cca_attention` on its queries, keys and values.
+:func:`~icml25.cca_attention.attention.cca_attention`'s kernel on its queries, keys and
+values, keeping the core tokens for decoding.
 
 - **RoPE.** The function receives keys *after* rotary embedding, as SDPA does. Core keys
   are therefore significance-weighted averages of rotated keys: each core token carries a
@@ -32,7 +33,7 @@ from typing import Any
 
 import torch
 
-from icml25.cca_attention.attention import cca_attention, core_tokens, expand_kv
+from icml25.cca_attention.attention import attend, core_tokens, expand_kv
 
 try:  # the compressed cache subclasses transformers' cache layer; the rest imports lazily
     from transformers.cache_utils import Cache, DynamicLayer
@@ -56,10 +57,8 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
         scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
         k_full, v_full = expand_kv(query, key, value)
         if query.shape[2] == key.shape[2]:  # prefill (or no cache): the whole sequence
-            out = cca_attention(
-                query, k_full, v_full, group_size=group_size, window=window, scale=scale, pool=pool
-            )
             cores = core_tokens(query, k_full, v_full, group_size, scale, pool)
+            out = attend(query, k_full, v_full, cores, group_size, window, scale)
             setattr(module, "_cca_cores", cores)  # noqa: B010 - not registered buffers
             setattr(module, "_cca_seen", query.shape[2])  # noqa: B010
             return out.transpose(1, 2).contiguous(), None
