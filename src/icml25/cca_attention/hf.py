@@ -85,7 +85,7 @@ def _decode_step(
     offset = t + 1 - k_full.shape[2]  # absolute position of k_full[:, :, 0]
     kc, vc = module._cca_cores
     J = max(0, (t + 1 - s) // g)
-    needed = min(g * J, t + 1 - g) if (t + 1) % g == 0 else g * J
+    needed = _raw_needed_from(t, g, s)
     if needed < offset:
         raise RuntimeError(
             f"the KV cache starts at position {offset}, but CCA at position {t} needs raw keys "
@@ -103,6 +103,12 @@ def _decode_step(
     values = torch.cat([vc[:, :, :J], v_full[:, :, g * J - offset :]], dim=2)
     probs = torch.softmax((query @ keys.transpose(-1, -2)) * scale, dim=-1)
     return (probs @ values).transpose(1, 2).contiguous()
+
+
+def _raw_needed_from(t: int, g: int, s: int) -> int:
+    """The earliest raw position that query ``t`` or a later one reads: the start of its
+    window or of its group (which its last query pools), whichever comes first."""
+    return g * min(max(0, (t + 1 - s) // g), t // g)
 
 
 def _is_causal_only(mask: torch.Tensor) -> bool:
@@ -153,10 +159,6 @@ class CCACacheLayer(DynamicLayer):
         self.cumulative_length = 0
         self.start = 0  # absolute position of the first kept token
 
-    def _needed_from(self, p: int) -> int:
-        g = self.group_size
-        return g * min(max(0, (p + 1 - self.window) // g), p // g)
-
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,7 +169,7 @@ class CCACacheLayer(DynamicLayer):
         values = torch.cat([self.values, value_states], dim=-2)
         self.cumulative_length += key_states.shape[-2]
         n = self.cumulative_length
-        keep = max(self.start, min(self._needed_from(n), n - 1))
+        keep = max(self.start, min(_raw_needed_from(n, self.group_size, self.window), n - 1))
         self.keys, self.values = keys[:, :, keep - self.start :], values[:, :, keep - self.start :]
         self.start = keep
         return keys, values
