@@ -18,16 +18,17 @@ import argparse
 
 import torch
 
-from icml25.cca_attention.reproduce import forward_cost
-
-G, S, H, D = 16, 256, 8, 64
+from icml25.cca_attention.reproduce import SPEED_DIM, SPEED_G, SPEED_HEADS, SPEED_S, forward_cost
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lengths", default="1024,2048,4096,8192,16384")
     args = ap.parse_args()
-    print(f"B=1, H={H}, D={D}, float32, {torch.get_num_threads()} threads; CCA g={G}, s={S}")
+    print(
+        f"B=1, H={SPEED_HEADS}, D={SPEED_DIM}, float32, {torch.get_num_threads()} threads; "
+        f"CCA g={SPEED_G}, s={SPEED_S}"
+    )
     print(f"{'L':>6} {'sdpa ms':>9} {'cca ms':>9} {'speed-up':>9} {'sdpa MiB':>9} {'cca MiB':>9}")
     for length in (int(x) for x in args.lengths.split(",")):
         a, c = (forward_cost(m, length, repeats=4) for m in ("sdpa", "cca"))

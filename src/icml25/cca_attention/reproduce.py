@@ -172,6 +172,7 @@ BUDGETS = {
         256, 1000, 300, 1, (1024, 4096, 16384), (512, 1024, 2048), 3, 40, 512, (1024, 2048, 4096)
     ),
 }
+SPEED_G, SPEED_S, SPEED_HEADS, SPEED_DIM = 16, 256, 8, 64  # (d): one forward pass
 LM_G, LM_S = 16, 128
 EVAL_MODULES = ("argparse", "tarfile", "difflib")
 FINETUNE_MODULES = (
@@ -243,7 +244,7 @@ def forward_cost_here(method: str, length: int, repeats: int = 3) -> dict[str, f
     if method not in ("sdpa", "cca"):
         raise ValueError(f"method must be 'sdpa' or 'cca', got {method!r}")
     torch.manual_seed(0)
-    q, k, v = (torch.randn(1, 8, length, 64) for _ in range(3))
+    q, k, v = (torch.randn(1, SPEED_HEADS, length, SPEED_DIM) for _ in range(3))
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the high-water mark
@@ -257,7 +258,7 @@ def forward_cost_here(method: str, length: int, repeats: int = 3) -> dict[str, f
             if method == "sdpa":
                 F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
-                cca_attention(q, k, v, group_size=16, window=256)
+                cca_attention(q, k, v, group_size=SPEED_G, window=SPEED_S)
         times.append(time.perf_counter() - t0)
     return {"seconds": min(times[1:] or times), "mib": (_rss_kib("VmHWM") - base) / 1024}
 
@@ -294,15 +295,16 @@ def perplexity(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> 
     """exp(mean next-token NLL) over the tokens at positions >= ``skip`` of every
     ``length``-token chunk of every document (each document holds a whole number of chunks)."""
     model.eval()
+    batch = max(1, 4096 // length)  # about 4K tokens a forward pass
     total, count = 0.0, 0
     for doc in docs:
         chunks = doc[: len(doc) // length * length].reshape(-1, length)
-        for i in range(0, len(chunks), max(1, 4096 // length)):  # about 4K tokens a batch
-            ids = chunks[i : i + max(1, 4096 // length)]
+        for i in range(0, len(chunks), batch):
+            ids = chunks[i : i + batch]
             logits = model(input_ids=ids).logits[:, :-1]
             nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
-            total += float(nll[:, max(0, skip - 1) :].sum())
-            count += nll[:, max(0, skip - 1) :].numel()
+            counted = nll[:, max(0, skip - 1) :]  # the targets at positions >= skip
+            total, count = total + float(counted.sum()), count + counted.numel()
     return math.exp(total / count)
 
 
@@ -369,9 +371,45 @@ def _load_lm(tiny: bool) -> tuple[Any, Any]:
     return load_causal_lm(quiet=True)
 
 
+def finetune_comparison(
+    model: Any,
+    load: Callable[[], Any],
+    docs: list[torch.Tensor],
+    text: torch.Tensor,
+    lengths: tuple[int, ...],
+    steps: int,
+    seed: int,
+    *,
+    window: int = 512,
+    checkpoints: Path | None = None,
+    progress: Callable[[str], None] = lambda _msg: None,
+) -> dict[str, list[float]]:
+    """Part (c): perplexities at each of ``lengths`` of ``model`` with full attention and
+    with CCA, then of two fresh copies from ``load()`` (full attention's first) after the
+    same fine-tune on ``text`` (:func:`finetune_lm`, ``window``-token sequences), one with
+    each attention. Keys ``full``, ``cca``, ``full+ft``, ``cca+ft``. With ``checkpoints`` (a
+    folder) each fine-tune checkpoints there and resumes."""
+    from icml25.cca_attention.hf import use_cca, use_full
+
+    progress(f"(c) perplexity before fine-tuning at L = {lengths}")
+    use_full(model)
+    ppl = {"full": [perplexity(model, docs, n, LM_S) for n in lengths]}
+    use_cca(model, group_size=LM_G, window=LM_S)
+    ppl["cca"] = [perplexity(model, docs, n, LM_S) for n in lengths]
+    for name in ("full", "cca"):
+        progress(f"(c) fine-tuning a {name}-attention copy ({steps} steps)")
+        model = load()
+        if name == "cca":
+            use_cca(model, group_size=LM_G, window=LM_S)
+        ckpt = None if checkpoints is None else checkpoints / f"finetune_{name}.pt"
+        finetune_lm(model, text, steps, window, seed, checkpoint=ckpt, progress=progress)
+        ppl[f"{name}+ft"] = [perplexity(model, docs, n, LM_S) for n in lengths]
+    return ppl
+
+
 def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
-    """(c): perplexities of full attention and CCA at each context, before and after the
-    same fine-tune; and (d)'s decoding memory after a prefill of each ``kv_lengths``."""
+    """(c): :func:`finetune_comparison` on the budget's lengths and steps; and (d)'s decoding
+    memory after a prefill of each of the budget's ``kv_lengths``."""
     tiny = ctx.budget == "tiny"
     model, tok = _load_lm(tiny)  # first: it says which extra or wheel is missing
     from transformers import DynamicCache
@@ -383,12 +421,6 @@ def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
     if any(len(d) < L_max for d in docs):
         raise ValueError(f"an evaluation file has fewer than {L_max} tokens")
     text = torch.cat(module_tokens(FINETUNE_MODULES, tok))
-    ppl: dict[str, list[float]] = {}
-    ctx.progress(f"(c) perplexity before fine-tuning at L = {b.lm_lengths}")
-    use_full(model)
-    ppl["full"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
-    use_cca(model, group_size=LM_G, window=LM_S)
-    ppl["cca"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
 
     ctx.progress("(d) decoding memory after a prefill")
     kw = cache_kwarg(model)
@@ -407,13 +439,20 @@ def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
                 model(input_ids=ids, use_cache=True, **{kw: cache})
                 memory[name].append(kv_cache_bytes(model, cache) / 2**20)
 
-    for name in ("full", "cca"):
-        ctx.progress(f"(c) fine-tuning a {name}-attention copy ({b.lm_steps} steps)")
-        model, _ = _load_lm(tiny)
-        if name == "cca":
-            use_cca(model, group_size=LM_G, window=LM_S)
-        finetune_lm(model, text, b.lm_steps, b.lm_window, seed)
-        ppl[f"{name}+ft"] = [perplexity(model, docs, n, LM_S) for n in b.lm_lengths]
+    def load() -> Any:
+        return _load_lm(tiny)[0]
+
+    ppl = finetune_comparison(
+        model,
+        load,
+        docs,
+        text,
+        b.lm_lengths,
+        b.lm_steps,
+        seed,
+        window=b.lm_window,
+        progress=ctx.progress,
+    )
     return {"ppl": ppl, "memory": memory}
 
 
