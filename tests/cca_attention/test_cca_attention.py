@@ -198,6 +198,10 @@ def test_perplexity_matches_hugging_face_loss_and_skips_early_positions():
             nll += [-float(logp[t - 1, c[t]]) for t in range(10, 24)]
         expected = float(torch.tensor(nll).mean().exp())
         assert perplexity(model, [doc], 24, skip=10) == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="skip must be in"):
+        perplexity(model, [doc], 24, skip=24)
+    with pytest.raises(ValueError, match="at least one chunk"):
+        perplexity(model, [doc], 64, skip=0)
 
 
 def test_forward_cost_refuses_an_unknown_method():

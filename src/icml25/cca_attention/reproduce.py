@@ -294,6 +294,10 @@ def module_tokens(names: tuple[str, ...], tok: Any) -> list[torch.Tensor]:
 def perplexity(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> float:
     """exp(mean next-token NLL) over the tokens at positions >= ``skip`` of every
     ``length``-token chunk of every document (each document holds a whole number of chunks)."""
+    if not 0 <= skip < length:
+        raise ValueError(f"skip must be in [0, length = {length}), got {skip}")
+    if not docs or min(len(d) for d in docs) < length:
+        raise ValueError(f"every document must hold at least one chunk of {length} tokens")
     model.eval()
     batch = max(1, 4096 // length)  # about 4K tokens a forward pass
     total, count = 0.0, 0
@@ -418,8 +422,6 @@ def pretrained_lm(ctx: RunContext, b: Budget, seed: int) -> dict[str, Any]:
 
     L_max = max(b.lm_lengths)
     docs = [d[:L_max] for d in module_tokens(EVAL_MODULES[: b.lm_docs], tok)]
-    if any(len(d) < L_max for d in docs):
-        raise ValueError(f"an evaluation file has fewer than {L_max} tokens")
     text = torch.cat(module_tokens(FINETUNE_MODULES, tok))
 
     ctx.progress("(d) decoding memory after a prefill")
