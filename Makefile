@@ -27,8 +27,8 @@ venv: $(STAMP)
 
 # Fashion-MNIST (IT3's CNN, pointwise information, BackSlash's image model) and the fortunes
 # corpus (BackSlash's text model) come from Debian. Without Fashion-MNIST the image experiments
-# fall back to MNIST-5k; without fortunes BackSlash's reproduction stops with an error that
-# says how to install it.
+# fall back to MNIST-5k (a stratified split); without fortunes BackSlash's text model reads the
+# docstrings of six standard-library packages. ICML25_DATA=fallback forces both fallbacks.
 FASHION  := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
 FORTUNES := /usr/share/games/fortunes/computers
 data:

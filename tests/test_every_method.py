@@ -48,3 +48,16 @@ def test_metadata_complete(slug):
     m = METHODS[slug]
     assert m.title and m.authors and "2025" in m.venue and m.url.startswith("http")
     assert m.quick_seconds > 0
+
+
+# Methods whose experiments read Debian's Fashion-MNIST or fortunes when installed. The suite
+# hides them (conftest); here each runs its tiny reproduction on small copies laid out as
+# Debian installs them, so both data paths are exercised on every machine.
+READS_DEBIAN_DATA = ("backslash", "it3", "pointwise_info", "pfl_tradeoff")
+
+
+@pytest.mark.parametrize("slug", READS_DEBIAN_DATA)
+def test_tiny_reproduction_on_the_debian_data_path(slug, tmp_path, debian_data):
+    entry = run_method(METHODS[slug], budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert entry["error"] is None, entry["error"]
+    assert "Fashion-MNIST" in json.dumps(entry)

