@@ -1,5 +1,8 @@
 """Confidence metrics: failure prediction (misclassification detection) and calibration.
 
+Shared by every method that scores a classifier's confidence (pointwise information, FedGVI);
+``icml25.pointwise_info`` re-exports them.
+
 Failure prediction treats a confidence score as a detector of *correct* predictions:
 
 - :func:`auroc` -- area under the ROC curve, correct predictions positive (ties count 1/2).

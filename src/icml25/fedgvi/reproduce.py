@@ -24,7 +24,7 @@ FedGVI-AR (NLL, AR server), GCE+AR; all mean-field, Adam on reparameterised Mont
 samples, damping ``1/M`` (the paper's choice for its BNNs; with damping 1 the synchronous
 updates oscillated, PVI's included, in the first tiny run). FedAvg (point-estimate logistic
 regression, local gradient steps) is the frequentist baseline. Metrics on the test split:
-accuracy, NLL, ECE (15 bins, from :func:`icml25.pointwise_info.metrics.ece`), with the
+accuracy, NLL, ECE (15 bins, from :func:`icml25.core.metrics.ece`), with the
 predictive averaged over 500 draws.
 
 **(C) A Bayesian neural network on images with flipped labels**: Fashion-MNIST (MNIST-5k
@@ -315,7 +315,7 @@ def fedavg_logistic(
 
 
 def _metrics(p1: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    from icml25.pointwise_info.metrics import ece
+    from icml25.core.metrics import ece
 
     p1 = np.clip(p1, 1e-12, 1 - 1e-12)
     pred = (p1 >= 0.5).astype(int)

@@ -5,10 +5,24 @@ Library: the estimators :class:`PVI`, :class:`PMI` and :class:`PSI` (scikit-lear
 classifier or on NumPy features), :class:`FeatureExtractor` (a layer's activations),
 temperature scaling (:func:`fit_temperature`), the confidence scores PVI can be plugged into
 (:func:`msp`, :func:`doctor`, :func:`neg_entropy`, :func:`margin`), and the metrics of
-:mod:`icml25.pointwise_info.metrics` (AUROC, AUPR-Error, FPR@95TPR, AURC, E-AURC, ECE, SCE).
+:mod:`icml25.core.metrics` (AUROC, AUPR-Error, FPR@95TPR, AURC, E-AURC, ECE, SCE).
 Reproduction: ``icml25 reproduce pointwise_info``.
 """
 
+from icml25.core.metrics import (
+    adaptive_sce,
+    aupr_error,
+    aurc,
+    auroc,
+    eaurc,
+    ece,
+    failure_metrics,
+    fpr_at_95tpr,
+    reliability_diagram,
+    risk_coverage,
+    rms_sce,
+    sce,
+)
 from icml25.core.registry import register
 from icml25.pointwise_info.confidence import (
     CONFIDENCE_SCORES,
@@ -29,20 +43,6 @@ from icml25.pointwise_info.estimators import (
     SeparableCritic,
     critic_loss,
     predict_logits,
-)
-from icml25.pointwise_info.metrics import (
-    adaptive_sce,
-    aupr_error,
-    aurc,
-    auroc,
-    eaurc,
-    ece,
-    failure_metrics,
-    fpr_at_95tpr,
-    reliability_diagram,
-    risk_coverage,
-    rms_sce,
-    sce,
 )
 
 __all__ = [

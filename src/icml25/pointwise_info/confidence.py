@@ -20,7 +20,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from scipy.special import softmax as _softmax
 
-from icml25.pointwise_info.metrics import check_labels, check_probabilities
+from icml25.core.metrics import check_labels, check_probabilities
 
 T_BOUNDS = (0.01, 100.0)
 """Temperatures searched by :func:`fit_temperature`."""

@@ -38,9 +38,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from icml25.core.metrics import check_labels
 from icml25.core.models import MLP, TrainConfig, train
 from icml25.pointwise_info.confidence import fit_temperature, softmax
-from icml25.pointwise_info.metrics import check_labels
 
 LN2 = math.log(2.0)
 

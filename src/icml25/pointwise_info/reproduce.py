@@ -42,17 +42,17 @@ from torch import nn
 
 from icml25.core.claims import Claim, Rule
 from icml25.core.data import load_image_benchmark, load_mnist_5k
-from icml25.core.models import MLP, SmallCNN, TrainConfig, train
-from icml25.core.runner import RunContext
-from icml25.pointwise_info.confidence import doctor, fit_temperature, softmax
-from icml25.pointwise_info.estimators import PMI, PSI, PVI, FeatureExtractor, predict_logits
-from icml25.pointwise_info.metrics import (
+from icml25.core.metrics import (
     ece,
     failure_metrics,
     reliability_diagram,
     risk_coverage,
     sce,
 )
+from icml25.core.models import MLP, SmallCNN, TrainConfig, train
+from icml25.core.runner import RunContext
+from icml25.pointwise_info.confidence import doctor, fit_temperature, softmax
+from icml25.pointwise_info.estimators import PMI, PSI, PVI, FeatureExtractor, predict_logits
 
 SETTINGS = ("cnn", "mlp")
 LABEL = {"cnn": "CNN / Fashion-MNIST", "mlp": "MLP / MNIST-5k"}
