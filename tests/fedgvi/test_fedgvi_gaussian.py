@@ -90,6 +90,14 @@ def test_alpha_renyi_matches_numerical_integration(mq, vq, mp, vp, alpha):
     assert got == pytest.approx(expected, rel=1e-7)
 
 
+def test_alpha_renyi_docstrings_state_the_scaling_the_code_computes():
+    from icml25.fedgvi import gaussian
+
+    for doc in (gaussian.__doc__ or "", alpha_renyi.__doc__ or ""):
+        assert "1/(alpha (alpha-1)) log int q^alpha p^(1-alpha)" in doc
+        assert "1/(alpha-1) log" not in doc
+
+
 def test_alpha_renyi_full_agrees_with_diagonal_and_tends_to_kl():
     mq, mp = np.array([0.2, -1.0]), np.array([0.0, 0.5])
     vq, vp = np.array([0.5, 0.8]), np.array([1.0, 2.0])

@@ -274,6 +274,20 @@ def test_signsgd_momentum_and_weight_decay_by_hand():
     torch.testing.assert_close(m.detach(), torch.tensor([0.1]))
 
 
+def test_signsgd_momentum_buffer_starts_at_the_first_gradient():
+    """The documented convention (torch.optim.SGD's, not MXNet Signum's zero start): with
+    beta = 0.5, g1 = 1, g2 = -0.6 the buffer is 0.5 - 0.3 = 0.2 > 0; a zero start would give
+    0.25 - 0.3 < 0."""
+    assert "m_1 = g_1" in (SignSGD.__doc__ or "")
+    p = torch.nn.Parameter(torch.tensor([0.0]))
+    opt = SignSGD([p], lr=0.1, momentum=0.5)
+    for g in (1.0, -0.6):
+        p.grad = torch.tensor([g])
+        opt.step()
+    torch.testing.assert_close(opt.state[p]["momentum_buffer"], torch.tensor([0.2]))
+    torch.testing.assert_close(p.detach(), torch.tensor([-0.2]))
+
+
 def test_signsgd_trains_a_model():
     torch.manual_seed(0)
     X = torch.randn(256, 5)

@@ -11,8 +11,9 @@ for full covariance) so that they can be differentiated; each is ``D(q || p)``:
 - :func:`kl` -- ``KL(q || p)``;
 - :func:`reverse_kl` -- ``KL(p || q)``;
 - :func:`weighted_kl` -- ``KL(q || p) / w`` (``w > 1`` weakens the pull to the reference);
-- :func:`alpha_renyi` -- the Renyi divergence of order ``alpha``,
-  ``1/(alpha-1) log int q^alpha p^(1-alpha)``, closed form through
+- :func:`alpha_renyi` -- the alpha-Renyi divergence in Knoblauch et al.'s scaling (the one
+  FedGVI uses), ``1/(alpha (alpha-1)) log int q^alpha p^(1-alpha)``: Renyi's own divergence of
+  order ``alpha`` divided by ``alpha``. Closed form through
   ``S = alpha var_p + (1 - alpha) var_q``. It is finite only where ``S`` is positive
   definite; elsewhere it is ``+inf`` (with finite gradients, so optimisers can back off).
 """
@@ -196,7 +197,9 @@ def weighted_kl(mq: Any, vq: Any, mp: Any, vp: Any, w: float) -> Tensor:
 
 
 def alpha_renyi(mq: Any, vq: Any, mp: Any, vp: Any, alpha: float) -> Tensor:
-    """Renyi divergence ``D_alpha(q || p)`` between Gaussians (``alpha > 0``, ``alpha != 1``).
+    """alpha-Renyi divergence between Gaussians (``alpha > 0``, ``alpha != 1``) in Knoblauch et
+    al.'s scaling, ``1/(alpha (alpha-1)) log int q^alpha p^(1-alpha)`` (Renyi's own ``D_alpha(q ||
+    p)`` divided by ``alpha``; tested against quadrature):
 
     ``1/2 d^T S^-1 d - log|S| / (2 alpha (alpha-1)) - log|vq| / (2 alpha)
     + log|vp| / (2 (alpha-1))`` with ``S = alpha vp + (1-alpha) vq``; ``+inf`` where ``S`` is

@@ -17,6 +17,28 @@ from torch.optim import Optimizer
 
 
 class SignSGD(Optimizer):
+    """signSGD, and Signum with ``momentum > 0``.
+
+    Parameters
+    ----------
+    params : iterable
+        Parameters or parameter groups, as for any ``torch.optim.Optimizer``.
+    lr : float
+        Step size: each coordinate moves by exactly ``lr`` per step.
+    momentum : float in [0, 1)
+        ``beta`` of the moving average ``m_t = beta m_{t-1} + (1 - beta) g_t`` whose sign is
+        taken. The buffer starts at the first gradient, ``m_1 = g_1``, as ``torch.optim.SGD``
+        starts its momentum buffer; MXNet's Signum starts from ``m_0 = 0`` (so ``m_1 = (1 -
+        beta) g_1``). The first step is the same either way (a positive factor does not change
+        a sign); later steps differ by how much weight ``g_1`` keeps, which fades as
+        ``beta^t``.
+    weight_decay : float
+        Added to the gradient before the sign (``g + wd p``), or, with
+        ``decoupled_weight_decay=True``, applied as ``p *= 1 - lr wd`` (AdamW / Lion style).
+    maximize : bool
+        Ascend instead of descend.
+    """
+
     def __init__(
         self,
         params: Iterable[Any],
