@@ -100,3 +100,32 @@ def test_seeding_gives_same_numbers():
     assert not np.array_equal(seed_everything(4).random(4), a[0])
     with pytest.raises(ValueError, match="seed"):
         seed_everything(-1)
+
+
+def test_controls_are_reported_apart_and_not_counted(tmp_path, monkeypatch):
+    mod = types.ModuleType("icml25_fake_controls")
+    mod.CLAIMS = (
+        Claim("acc", "accuracy is high", "Table 1", "accuracy", Rule(">=", 0.9), 0.95),
+        Claim(
+            "shuffled", "chance on shuffled labels", "ours", "acc", Rule("<=", 0.2), kind="control"
+        ),
+    )
+    mod.reproduce = lambda ctx: {"acc": 0.5, "shuffled": 0.9}  # both fail their rules
+    monkeypatch.setitem(sys.modules, "icml25_fake_controls", mod)
+    m = Method("fake", "Fake", "A. B.", "ICML 2025", "http://x", "s", 1.0, "icml25_fake_controls")
+    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert [c["kind"] for c in entry["claims"]] == ["claim", "control"]
+    results = json.loads(json.dumps(rep.build_results([entry], "cmd")))
+    assert rep.verdict_counts(results) == {"not reproduced": 1}
+    assert [r[1] for r in rep.claim_rows(results)] == ["acc"]
+    assert [r[1] for r in rep.claim_rows(results, kind="control")] == ["shuffled"]
+    md = rep.render_markdown(results)
+    assert "**Verdicts:** 1 not reproduced\n" in md
+    tally, controls = md.split("**Controls**")
+    assert "| fake | acc |" in tally and "shuffled" not in tally.split("## fake")[0]
+    assert "| fake | shuffled |" in controls and "**shuffled** (control)" in md
+    # entries written before controls existed count as claims
+    del results["methods"][0]["claims"][1]["kind"]
+    assert rep.verdict_counts(results) == {"not reproduced": 2}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Claim("x", "s", "w", "m", Rule(">=", 0), kind="ablation")

@@ -15,6 +15,11 @@ from typing import Any, Literal
 
 Verdict = Literal["reproduced", "partial", "not reproduced", "out of scale"]
 VERDICTS: tuple[Verdict, ...] = ("reproduced", "partial", "not reproduced", "out of scale")
+Kind = Literal["claim", "control"]
+KINDS: tuple[Kind, ...] = ("claim", "control")
+"""A *claim* is something the paper states; a *control* is a check the reproduction adds (a
+shuffled-label run, an ensemble baseline, a sanity bound). Both get a rule and a verdict, but
+only claims count in the tally; controls are reported in a section of their own."""
 Op = Literal[">=", "<=", ">", "<"]
 _OPS: dict[str, Any] = {
     ">=": lambda a, b: a >= b,
@@ -151,6 +156,9 @@ class Claim:
         ``out_of_scale``).
     paper_value
         The paper's number, if it states one (a float or a short string such as ``"60-90%"``).
+    kind
+        ``"claim"`` (the paper states it; counted in the tally) or ``"control"`` (a check this
+        reproduction adds; reported apart and never counted).
     """
 
     id: str
@@ -160,8 +168,11 @@ class Claim:
     rule: Rule | None
     paper_value: float | str | None = None
     out_of_scale: str | None = None
+    kind: Kind = "claim"
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Claim {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
         if (self.rule is None) == (self.out_of_scale is None):
             raise ValueError(
                 f"Claim {self.id!r}: give exactly one of rule (a testable claim) or "

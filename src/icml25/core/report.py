@@ -4,11 +4,15 @@
 
     {"schema": 1, "created": ISO time, "command": str, "environment": {...},
      "methods": [{"method", "paper", "budget", "seeds", "wall_s",
-                  "claims": [{"id", "statement", "where", "metric", "paper_value",
+                  "claims": [{"id", "kind": "claim" | "control", "statement", "where",
+                              "metric", "paper_value",
                               "measured": {"mean", "std", "n", "values"} | null,
                               "rule", "verdict"}],
                   "figures": [paths relative to the report folder], "notes": [str],
                   "error": traceback | null}]}
+
+``kind`` was added later: an entry without it is a claim. Controls (checks a reproduction adds)
+have verdicts but are listed apart and never counted in the tally.
 """
 
 from __future__ import annotations
@@ -90,13 +94,21 @@ def measured_text(measured: dict[str, Any] | None) -> str:
     return "—" if measured is None else str(Measurement.from_json(measured))
 
 
-def claim_rows(results: dict[str, Any]) -> list[list[str]]:
-    """One row per claim: method, claim id, paper's value, measured, rule, verdict."""
+def kind_of(claim: dict[str, Any]) -> str:
+    """``"claim"`` or ``"control"`` (entries written before controls existed are claims)."""
+    return str(claim.get("kind", "claim"))
+
+
+def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
+    """One row per claim (or per control, with ``kind="control"``): method, id, paper's value,
+    measured, rule, verdict."""
     rows = []
     for m in results["methods"]:
-        if m.get("error") and not m["claims"]:
+        if kind == "claim" and m.get("error") and not m["claims"]:
             rows.append([m["method"], "—", "—", "—", "crashed before measuring", "error"])
         for c in m["claims"]:
+            if kind_of(c) != kind:
+                continue
             paper = "—" if c["paper_value"] is None else str(c["paper_value"])
             rows.append(
                 [m["method"], c["id"], paper, measured_text(c["measured"]), c["rule"], c["verdict"]]
@@ -105,7 +117,10 @@ def claim_rows(results: dict[str, Any]) -> list[list[str]]:
 
 
 def verdict_counts(results: dict[str, Any]) -> Counter[str]:
-    return Counter(c["verdict"] for m in results["methods"] for c in m["claims"])
+    """The tally: verdicts of the papers' claims only (controls are not counted)."""
+    return Counter(
+        c["verdict"] for m in results["methods"] for c in m["claims"] if kind_of(c) == "claim"
+    )
 
 
 def render_markdown(results: dict[str, Any]) -> str:
@@ -128,6 +143,17 @@ def render_markdown(results: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in claim_rows(results)]
+    controls = claim_rows(results, kind="control")
+    if controls:
+        lines += [
+            "",
+            "**Controls** (checks the reproductions add, not claims of the papers; not counted "
+            "above):",
+            "",
+            "| method | control | paper | measured | rule | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in controls]
     for m in results["methods"]:
         paper = m["paper"]
         lines += [
@@ -140,8 +166,9 @@ def render_markdown(results: dict[str, Any]) -> str:
             "",
         ]
         for c in m["claims"]:
+            control = " (control)" if kind_of(c) == "control" else ""
             lines.append(
-                f"- **{c['id']}** ({c['where']}): {c['statement']} — measured "
+                f"- **{c['id']}**{control} ({c['where']}): {c['statement']} — measured "
                 f"{c['metric']}: {measured_text(c['measured'])}; rule {c['rule']} → "
                 f"**{c['verdict']}**."
             )
@@ -208,9 +235,6 @@ def print_table(results: dict[str, Any], console: Any = None) -> None:
     from rich.table import Table
 
     console = console or wide_console()
-    table = Table(title="icml25 claims", show_lines=False)
-    for col in ("method", "claim", "paper", "measured", "rule", "verdict"):
-        table.add_column(col, overflow="fold")
     style = {
         "reproduced": "green",
         "partial": "yellow",
@@ -218,6 +242,13 @@ def print_table(results: dict[str, Any], console: Any = None) -> None:
         "out of scale": "dim",
         "error": "bold red",
     }
-    for row in claim_rows(results):
-        table.add_row(*row[:-1], f"[{style.get(row[-1], '')}]{row[-1]}[/]")
-    console.print(table)
+    for kind, title in (("claim", "icml25 claims"), ("control", "controls (not counted)")):
+        rows = claim_rows(results, kind=kind)
+        if not rows and kind == "control":
+            continue
+        table = Table(title=title, show_lines=False)
+        for col in ("method", kind, "paper", "measured", "rule", "verdict"):
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*row[:-1], f"[{style.get(row[-1], '')}]{row[-1]}[/]")
+        console.print(table)

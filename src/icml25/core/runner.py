@@ -89,6 +89,7 @@ def run_method(
     entry["claims"] = [
         {
             "id": c.id,
+            "kind": c.kind,
             "statement": c.statement,
             "where": c.where,
             "metric": c.metric,
