@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from icml25.core import report as rep
-from icml25.core.runner import BUDGETS, run_method, save_entry, saved_entry
+from icml25.core.parallel import EXECUTORS, run_methods
+from icml25.core.runner import BUDGETS
 from icml25.methods import load_all
 
 EXIT_CRASH = 1
@@ -31,6 +32,16 @@ def _seeds(text: str) -> tuple[int, ...]:
             f"--seeds must be distinct non-negative integers such as 0,1,2; got {text!r}"
         )
     return seeds
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be a positive integer, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,6 +69,28 @@ def _parser() -> argparse.ArgumentParser:
         help="re-run methods already finished in --out (default: reuse them, i.e. resume)",
     )
     r.add_argument("--strict", action="store_true", help="exit non-zero on 'not reproduced' too")
+    r.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="methods run in N spawned worker processes, torch threads split among them "
+        "(default 1: one after another in this process)",
+    )
+    r.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local (default) or ray: each method a Ray task (pip install 'icml25[ray]')",
+    )
+    r.add_argument(
+        "--address",
+        default=None,
+        help="with --executor ray: the cluster to join (e.g. ray://head:10001 or auto); "
+        "default a local Ray",
+    )
+    r.add_argument(
+        "--gpus", type=float, default=0.0, help="with --executor ray: GPUs per method (default 0)"
+    )
     g = sub.add_parser("report", help="rebuild report.md from DIR/results.json without re-running")
     g.add_argument("dir", type=Path)
     g.add_argument(
@@ -76,10 +109,6 @@ def _progress() -> Callable[[str], None]:
         console = Console(stderr=True)
         return lambda msg: console.log(msg)
     return lambda msg: print(msg, file=sys.stderr, flush=True)
-
-
-def _prefixed(say: Callable[[str], None], slug: str) -> Callable[[str], None]:
-    return lambda msg: say(f"  {slug}: {msg}")
 
 
 def cmd_list() -> int:
@@ -108,28 +137,28 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     say = _progress()
     command = "icml25 " + shlex.join(argv)
-    entries = []
+    if args.address is not None and args.executor != "ray":
+        print("icml25: --address needs --executor ray", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        for i, m in enumerate(chosen, 1):
-            entry = None if args.fresh else saved_entry(out, m.slug, args.budget, args.seeds)
-            if entry is not None:
-                say(f"[{i}/{len(chosen)}] {m.slug}: reusing the finished run in {out / m.slug}")
-            else:
-                say(f"[{i}/{len(chosen)}] {m.slug}: {args.budget} reproduction, seeds {args.seeds}")
-                entry = run_method(
-                    m,
-                    budget=args.budget,
-                    seeds=args.seeds,
-                    out_dir=out,
-                    progress=_prefixed(say, m.slug),
-                )
-                save_entry(out, entry)
-                status = "crashed" if entry["error"] else "done"
-                say(f"[{i}/{len(chosen)}] {m.slug}: {status} in {entry['wall_s']:.1f} s")
-            entries.append(entry)
+        entries = run_methods(
+            chosen,
+            budget=args.budget,
+            seeds=args.seeds,
+            out_dir=out,
+            fresh=args.fresh,
+            jobs=args.jobs,
+            executor=args.executor,
+            address=args.address,
+            gpus=args.gpus,
+            say=say,
+        )
     except KeyboardInterrupt:
         say(f"interrupted; finished methods are saved: rerun with --out {out} to resume")
         return EXIT_INTERRUPTED
+    except ImportError as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     results = rep.build_results(entries, command)
     rep.write_results(results, out)
     rep.write_report(results, out)

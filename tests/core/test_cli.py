@@ -53,5 +53,9 @@ def test_bad_arguments_are_clear(tmp_path):
     assert r.returncode == 2 and "unknown method" in r.stderr
     r = _run("reproduce", "--seeds", "a,b")
     assert r.returncode == 2 and "--seeds" in r.stderr
+    r = _run("reproduce", "--jobs", "0")
+    assert r.returncode == 2 and "--jobs must be a positive integer" in r.stderr
+    r = _run("reproduce", "pan_privacy", "--address", "auto", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--address needs --executor ray" in r.stderr
     r = _run("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no results.json" in r.stderr

@@ -33,6 +33,8 @@ class Method:
     summary: str
     quick_seconds: float
     module: str
+    cpus: int = 2
+    """CPU cores one reproduction is sized for (what a Ray task asks for)."""
 
     def load(self) -> ModuleType:
         mod = importlib.import_module(self.module)

@@ -123,6 +123,15 @@ def verdict_counts(results: dict[str, Any]) -> Counter[str]:
     )
 
 
+def time_line(results: dict[str, Any]) -> str:
+    """Where the time went: each method's wall time and the sum (the sum of the methods, which
+    is the elapsed time of a serial run; parallel runs take less)."""
+    times = [(m["method"], float(m.get("wall_s", 0.0))) for m in results["methods"]]
+    total = sum(t for _, t in times)
+    per = ", ".join(f"{slug} {t:.0f} s" for slug, t in times)
+    return f"**Wall time:** {total:.0f} s in all ({total / 60:.1f} min): {per}."
+
+
 def render_markdown(results: dict[str, Any]) -> str:
     env = results["environment"]
     lines = [
@@ -138,6 +147,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     counts = verdict_counts(results)
     order = [*VERDICTS, "error"]
     lines += ["**Verdicts:** " + ", ".join(f"{counts[v]} {v}" for v in order if counts[v]), ""]
+    lines += [time_line(results), ""]
     lines += [
         "| method | claim | paper | measured | rule | verdict |",
         "|---|---|---|---|---|---|",

@@ -59,17 +59,6 @@ def run_method(
         raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
     seeds = tuple(int(s) for s in seeds)
     ctx = RunContext(budget=budget, seeds=seeds, out_dir=out_dir / method.slug, progress=progress)
-    entry: dict[str, Any] = {
-        "method": method.slug,
-        "paper": {
-            "title": method.title,
-            "authors": method.authors,
-            "venue": method.venue,
-            "url": method.url,
-        },
-        "budget": budget,
-        "seeds": list(seeds),
-    }
     start = time.perf_counter()
     measured: dict[str, Measurement] = {}
     error: str | None = None
@@ -85,25 +74,61 @@ def run_method(
         raise
     except Exception:
         error = traceback.format_exc()
-    entry["wall_s"] = round(time.perf_counter() - start, 2)
-    entry["claims"] = [
-        {
-            "id": c.id,
-            "kind": c.kind,
-            "statement": c.statement,
-            "where": c.where,
-            "metric": c.metric,
-            "paper_value": c.paper_value,
-            "measured": measured[c.id].to_json() if c.id in measured else None,
-            "rule": c.rule_text(),
-            "verdict": "error" if error else c.judge(measured.get(c.id)),
-        }
-        for c in claims
-    ]
-    entry["figures"] = list(ctx.figures)
-    entry["notes"] = list(ctx.notes)
-    entry["error"] = error
-    return entry
+    return make_entry(
+        method,
+        budget=budget,
+        seeds=seeds,
+        wall_s=time.perf_counter() - start,
+        claims=claims,
+        measured=measured,
+        error=error,
+        figures=ctx.figures,
+        notes=ctx.notes,
+    )
+
+
+def make_entry(
+    method: Method,
+    *,
+    budget: str,
+    seeds: Sequence[int],
+    wall_s: float,
+    claims: Sequence[Claim],
+    measured: dict[str, Measurement],
+    error: str | None,
+    figures: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A method's entry of ``results.json``; with ``error`` every claim's verdict is ``error``."""
+    return {
+        "method": method.slug,
+        "paper": {
+            "title": method.title,
+            "authors": method.authors,
+            "venue": method.venue,
+            "url": method.url,
+        },
+        "budget": budget,
+        "seeds": [int(s) for s in seeds],
+        "wall_s": round(wall_s, 2),
+        "claims": [
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "statement": c.statement,
+                "where": c.where,
+                "metric": c.metric,
+                "paper_value": c.paper_value,
+                "measured": measured[c.id].to_json() if c.id in measured else None,
+                "rule": c.rule_text(),
+                "verdict": "error" if error else c.judge(measured.get(c.id)),
+            }
+            for c in claims
+        ],
+        "figures": list(figures),
+        "notes": list(notes),
+        "error": error,
+    }
 
 
 def saved_entry(

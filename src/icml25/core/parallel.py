@@ -1,0 +1,254 @@
+"""Run many reproductions: one after another, in N local worker processes, or as Ray tasks.
+
+Every executor gives the same entries as a serial run with the same seeds (each reproduction
+seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as it completes
+(so an interrupted run resumes), and reports a crash as a crash entry while the others go on.
+
+- ``jobs=1`` (default): in this process, one method after another.
+- ``jobs=N``: N spawned worker processes, each with ``cores // N`` torch threads; a worker that
+  dies without a result (killed, out of memory) becomes a crash entry.
+- ``executor="ray"``: each method is a Ray task asking for the CPUs its registry entry declares
+  (``Method.cpus``) and ``gpus`` GPUs, on a local Ray or the cluster at ``address``
+  (``pip install 'icml25[ray]'``). The task runs in a scratch folder on whichever node it lands
+  on and returns its entry and figures; the driver writes them, so a cluster needs no shared
+  file system.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from icml25.core.registry import Method
+from icml25.core.runner import Budget, make_entry, run_method, save_entry, saved_entry
+
+Say = Callable[[str], None]
+EXECUTORS = ("local", "ray")
+
+
+def _printer(slug: str) -> Say:
+    return lambda msg: print(f"  {slug}: {msg}", file=sys.stderr, flush=True)
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+
+
+def _local_worker(
+    method: Method, budget: Budget, seeds: tuple[int, ...], out: str, threads: int
+) -> None:
+    """Body of a spawned worker: run one method and save its entry (the parent reads it)."""
+    _set_threads(threads)
+    entry = run_method(
+        method, budget=budget, seeds=seeds, out_dir=Path(out), progress=_printer(method.slug)
+    )
+    save_entry(Path(out), entry)
+
+
+def _ray_task(
+    method: Method, budget: Budget, seeds: tuple[int, ...], threads: int
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Body of a Ray task: run in a scratch folder, return the entry and the figures' bytes."""
+    _set_threads(threads)
+    with tempfile.TemporaryDirectory(prefix="icml25-") as tmp:
+        entry = run_method(
+            method, budget=budget, seeds=seeds, out_dir=Path(tmp), progress=_printer(method.slug)
+        )
+        files = {fig: (Path(tmp) / fig).read_bytes() for fig in entry["figures"]}
+    return entry, files
+
+
+def _crash(
+    method: Method, budget: Budget, seeds: tuple[int, ...], wall_s: float, why: str
+) -> dict[str, Any]:
+    try:
+        claims = method.claims()
+    except Exception:  # the crash may be the import itself
+        claims = ()
+    return make_entry(
+        method, budget=budget, seeds=seeds, wall_s=wall_s, claims=claims, measured={}, error=why
+    )
+
+
+def run_methods(
+    methods: Sequence[Method],
+    *,
+    budget: Budget,
+    seeds: Sequence[int],
+    out_dir: Path,
+    fresh: bool = False,
+    jobs: int = 1,
+    executor: str = "local",
+    address: str | None = None,
+    gpus: float = 0.0,
+    say: Say = lambda _msg: None,
+) -> list[dict[str, Any]]:
+    """Run ``methods`` and return their entries in the order given (see the module docstring).
+
+    Finished entries already in ``out_dir`` with the same budget and seeds are reused unless
+    ``fresh``. ``KeyboardInterrupt`` stops the workers and propagates; what finished is saved.
+    """
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ValueError("address is for executor='ray' (a Ray cluster's address)")
+    if not (gpus >= 0):
+        raise ValueError(f"gpus must be >= 0, got {gpus!r}")
+    seeds = tuple(int(s) for s in seeds)
+    n = len(methods)
+    entries: dict[str, dict[str, Any]] = {}
+    todo: list[Method] = []
+    for i, m in enumerate(methods, 1):
+        entry = None if fresh else saved_entry(out_dir, m.slug, budget, seeds)
+        if entry is not None:
+            say(f"[{i}/{n}] {m.slug}: reusing the finished run in {out_dir / m.slug}")
+            entries[m.slug] = entry
+        else:
+            todo.append(m)
+
+    def finished(entry: dict[str, Any]) -> None:
+        entries[entry["method"]] = entry
+        status = "crashed" if entry["error"] else "done"
+        say(f"[{len(entries)}/{n}] {entry['method']}: {status} in {entry['wall_s']:.1f} s")
+
+    if executor == "ray":
+        _run_ray(todo, budget, seeds, out_dir, address, gpus, say, finished)
+    elif jobs == 1 or len(todo) <= 1:
+        for m in todo:
+            say(f"{m.slug}: {budget} reproduction, seeds {seeds}")
+            entry = run_method(
+                m, budget=budget, seeds=seeds, out_dir=out_dir, progress=_prefixed(say, m.slug)
+            )
+            save_entry(out_dir, entry)
+            finished(entry)
+    else:
+        _run_local(todo, budget, seeds, out_dir, jobs, say, finished)
+    return [entries[m.slug] for m in methods]
+
+
+def _prefixed(say: Say, slug: str) -> Say:
+    return lambda msg: say(f"  {slug}: {msg}")
+
+
+def _run_local(
+    todo: list[Method],
+    budget: Budget,
+    seeds: tuple[int, ...],
+    out_dir: Path,
+    jobs: int,
+    say: Say,
+    finished: Callable[[dict[str, Any]], None],
+) -> None:
+    ctx = mp.get_context("spawn")
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    pending = list(todo)
+    running: dict[str, tuple[Any, Method, float]] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                m = pending.pop(0)
+                (out_dir / m.slug / "result.json").unlink(missing_ok=True)  # a stale crash
+                say(f"{m.slug}: {budget} reproduction, seeds {seeds} (worker, {threads} threads)")
+                proc = ctx.Process(
+                    target=_local_worker,
+                    args=(m, budget, seeds, str(out_dir), threads),
+                    name=f"icml25-{m.slug}",
+                )
+                proc.start()
+                running[m.slug] = (proc, m, time.perf_counter())
+            time.sleep(0.2)
+            for slug, (proc, m, start) in list(running.items()):
+                if proc.is_alive():
+                    continue
+                proc.join()
+                del running[slug]
+                path = out_dir / slug / "result.json"
+                if proc.exitcode == 0 and path.exists():
+                    finished(json.loads(path.read_text()))
+                else:
+                    entry = _crash(
+                        m,
+                        budget,
+                        seeds,
+                        time.perf_counter() - start,
+                        f"the worker process exited with code {proc.exitcode} before saving a "
+                        "result (killed, or out of memory?)\n",
+                    )
+                    save_entry(out_dir, entry)
+                    finished(entry)
+    finally:
+        for proc, _, _ in running.values():
+            proc.terminate()
+        for proc, _, _ in running.values():
+            proc.join()
+
+
+def _run_ray(
+    todo: list[Method],
+    budget: Budget,
+    seeds: tuple[int, ...],
+    out_dir: Path,
+    address: str | None,
+    gpus: float,
+    say: Say,
+    finished: Callable[[dict[str, Any]], None],
+) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError("executor='ray' needs Ray: pip install 'icml25[ray]'") from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=True,
+            logging_level=logging.WARNING,
+        )
+    task = ray.remote(_ray_task)
+    refs: dict[Any, tuple[Method, float]] = {}
+    waiting: list[Any] = []
+    try:
+        for m in todo:
+            say(
+                f"{m.slug}: {budget} reproduction, seeds {seeds} "
+                f"(Ray task, {m.cpus} CPUs, {gpus} GPUs)"
+            )
+            ref = task.options(num_cpus=m.cpus, num_gpus=gpus, name=f"icml25-{m.slug}").remote(
+                m, budget, seeds, m.cpus
+            )
+            refs[ref] = (m, time.perf_counter())
+        waiting = list(refs)
+        while waiting:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            m, start = refs[done[0]]
+            try:
+                entry, files = ray.get(done[0])
+                for rel, data in files.items():
+                    (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (out_dir / rel).write_bytes(data)
+            except Exception as exc:  # the task died (worker lost, out of memory)
+                entry = _crash(
+                    m, budget, seeds, time.perf_counter() - start, f"the Ray task failed: {exc!r}\n"
+                )
+            save_entry(out_dir, entry)
+            finished(entry)
+    except KeyboardInterrupt:
+        for ref in waiting:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started_here:
+            ray.shutdown()
