@@ -5,12 +5,21 @@ one-pass linear regression (:func:`risk_ode`, :func:`stationary_risk`, :func:`ph
 :func:`sign_noise_covariance`); a seeded, vectorised simulator of the actual iterations
 (:func:`simulate`, :func:`sign_gradient_moments`); label-noise models (:class:`GaussianNoise`,
 :class:`CauchyNoise`, :class:`StudentTNoise`, :class:`ScipyNoise`, :class:`CustomNoise`); and
-the four effects as numbers (:mod:`icml25.signsgd_risk.effects`). Reproduction:
+the four effects as numbers (:mod:`icml25.signsgd_risk.effects`); and OUR RECONSTRUCTION of
+a homogenized Adam ODE (:func:`adam_ode`, :func:`adam_coefficients`, :func:`simulate_adam`; not
+the paper's conjecture, whose statement was not available). Reproduction:
 ``icml25 reproduce signsgd_risk``.
 """
 
 from icml25.core.registry import register
 from icml25.signsgd_risk import effects
+from icml25.signsgd_risk.adam import (
+    AdamCoefficients,
+    AdamCurve,
+    adam_coefficients,
+    adam_ode,
+    simulate_adam,
+)
 from icml25.signsgd_risk.noise import (
     CauchyNoise,
     CustomNoise,
@@ -31,6 +40,8 @@ from icml25.signsgd_risk.optim import SignSGD
 from icml25.signsgd_risk.simulate import Simulation, sign_gradient_moments, simulate
 
 __all__ = [
+    "AdamCoefficients",
+    "AdamCurve",
     "CauchyNoise",
     "CustomNoise",
     "GaussianNoise",
@@ -40,6 +51,8 @@ __all__ = [
     "SignSGD",
     "Simulation",
     "StudentTNoise",
+    "adam_coefficients",
+    "adam_ode",
     "effects",
     "phi",
     "preconditioned_drift",
@@ -47,6 +60,7 @@ __all__ = [
     "sign_gradient_moments",
     "sign_noise_covariance",
     "simulate",
+    "simulate_adam",
     "stationary_risk",
 ]
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from icml25.signsgd_risk.ode import (
     preconditioned_drift,
     sign_noise_covariance,
 )
+from icml25.signsgd_risk.simulate import sign_gradient_moments
 
 
 def _risks(risk: object) -> np.ndarray:
@@ -131,3 +133,71 @@ def measured_phi(K: object, r: object, mean_sign_gradient: object) -> float:
     rv = np.asarray(r, dtype=float)
     u = np.sqrt(arr) * rv if diag else preconditioned_drift(arr) @ rv
     return float(np.asarray(mean_sign_gradient, dtype=float) @ u) / float(u @ u)
+
+
+def reshaping_floor(K_sigma: object, n_samples: int) -> float:
+    """Expected relative Frobenius error of an ``n``-sample mean of ``g g^T`` (``g = +-1``).
+
+    ``g_i g_j = +-1`` has mean ``K_sigma_ij`` and variance ``1 - K_sigma_ij^2``, so the
+    root-mean-square Frobenius error is ``sqrt(sum_ij (1 - K_sigma_ij^2) / n)``, divided here by
+    ``||K_sigma||_F``. The Monte Carlo floor under which no measured gap can fall.
+    """
+    Ks = np.asarray(K_sigma, dtype=float)
+    if Ks.ndim != 2 or Ks.shape[0] != Ks.shape[1] or Ks.size == 0:
+        raise ValueError(f"K_sigma must be a non-empty square matrix, got shape {Ks.shape}")
+    if not (isinstance(n_samples, int) and n_samples >= 1):
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    return math.sqrt(float(np.sum(1.0 - Ks**2)) / n_samples) / float(np.linalg.norm(Ks))
+
+
+@dataclass(frozen=True)
+class ReshapingGaps:
+    """Relative Frobenius gaps (all divided by ``||K_sigma||_F``) of a measured sign-gradient.
+
+    ``uncentred``: ``E[g g^T]`` vs ``K_sigma`` (equal at any d: ``sign(.)^2 = 1``);
+    ``centred``: covariance vs ``K_sigma - mu mu^T`` with the phi-predicted
+    ``mu = phi(P) D^{-1/2} K r``; ``naive``: covariance vs ``K_sigma`` (off by ``|mu|^2``, which
+    vanishes only like ``d^{-1/2}``); ``floor``: :func:`reshaping_floor`. ``second_moment`` and
+    ``covariance`` are the measured matrices, ``mean`` the measured mean.
+    """
+
+    uncentred: float
+    centred: float
+    naive: float
+    floor: float
+    mean: np.ndarray
+    second_moment: np.ndarray
+    covariance: np.ndarray
+
+
+def reshaping_gaps(
+    K: object,
+    r: object,
+    *,
+    noise: LabelNoise | float | None = None,
+    n_samples: int = 100_000,
+    rng: np.random.Generator | int = 0,
+) -> ReshapingGaps:
+    """Measure the sign-gradient's second moments at ``r = theta - theta*`` against ``K_sigma``."""
+    Karr, diag = check_covariance(K)
+    rv = np.asarray(r, dtype=float)
+    mean, cov = sign_gradient_moments(
+        Karr, rv, noise=noise, n_samples=n_samples, rng=rng, covariance=True
+    )
+    assert cov is not None
+    n = n_samples
+    second = cov * (n - 1) / n + np.outer(mean, mean)
+    target = sign_noise_covariance(Karr)
+    norm = float(np.linalg.norm(target))
+    P = 0.5 * float(rv @ (Karr * rv if diag else Karr @ rv))
+    drift = (np.sqrt(Karr) * rv) if diag else preconditioned_drift(Karr) @ rv
+    mu = phi(P, noise) * drift
+    return ReshapingGaps(
+        uncentred=float(np.linalg.norm(second - target)) / norm,
+        centred=float(np.linalg.norm(cov - (target - np.outer(mu, mu)))) / norm,
+        naive=float(np.linalg.norm(cov - target)) / norm,
+        floor=reshaping_floor(target, n),
+        mean=mean,
+        second_moment=second,
+        covariance=cov,
+    )

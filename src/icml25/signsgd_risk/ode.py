@@ -300,6 +300,9 @@ def stationary_risk(
     ``P = a E[eps^2] / (1 - 2a)`` with ``a = lr tr(K) / (4 d)``, finite only when ``a < 1/2``.
     """
     Karr, diag = check_covariance(K)
+    ok_d = isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+    if d is not None and not ok_d:
+        raise ValueError(f"d must be a positive integer (or None for K's dimension), got {d!r}")
     d = Karr.shape[0] if d is None else int(d)
     noise = as_noise(noise)
     eta = lr_function(lr)(0.0)

@@ -27,9 +27,16 @@ from scipy import stats
 
 from icml25.core.claims import Claim, Rule
 from icml25.core.runner import RunContext
-from icml25.signsgd_risk.effects import binned_decay_rates, decay_exponent, measured_phi
-from icml25.signsgd_risk.noise import CauchyNoise, GaussianNoise, StudentTNoise
-from icml25.signsgd_risk.ode import phi, risk_ode, sign_noise_covariance
+from icml25.signsgd_risk.adam import adam_coefficients, adam_ode, simulate_adam
+from icml25.signsgd_risk.effects import (
+    binned_decay_rates,
+    decay_exponent,
+    measured_phi,
+    reshaping_floor,
+    reshaping_gaps,
+)
+from icml25.signsgd_risk.noise import CauchyNoise, GaussianNoise, LabelNoise, StudentTNoise
+from icml25.signsgd_risk.ode import phi, preconditioned_drift, risk_ode, sign_noise_covariance
 from icml25.signsgd_risk.simulate import sign_gradient_moments, simulate
 
 CLAIMS = (
@@ -136,10 +143,22 @@ CLAIMS = (
         statement="Gradient-noise reshaping: signSGD's gradient-noise covariance is "
         "K_sigma = (2/pi) arcsin(D^{-1/2} K D^{-1/2}), independent of the risk and the noise.",
         where="Gradient noise reshaping effect",
-        metric="max relative Frobenius error of the Monte Carlo sign-gradient covariance vs "
-        "K_sigma over {start, end of a run} x {Gaussian, Cauchy}, correlated K, d = 50, per seed",
+        metric="max relative Frobenius error of the Monte Carlo UNCENTRED second moment "
+        "E[g g^T] of the sign-gradient vs K_sigma over {start, end of a run} x {Gaussian, "
+        "Cauchy}, correlated K, d = 50, per seed; the Monte Carlo floor is reported beside it "
+        "(metric changed after a run: it was the centred covariance, see the README)",
         paper_value="exact",
         rule=Rule("<=", 0.05, partial=0.10),
+    ),
+    Claim(
+        id="noise_reshaping_centred",
+        statement="The centred covariance of the sign-gradient is K_sigma minus the outer "
+        "product of the phi-predicted mean mu = phi(P) D^{-1/2} K r (a finite-d check).",
+        where="Gradient noise reshaping effect (our check at finite d)",
+        metric="as noise_reshaping, for the centred covariance vs K_sigma - mu mu^T",
+        paper_value="exact up to the drift's error",
+        rule=Rule("<=", 0.05, partial=0.10),
+        kind="control",
     ),
     Claim(
         id="adam_conjecture",
@@ -148,8 +167,68 @@ CLAIMS = (
         metric="none",
         paper_value="conjecture",
         rule=None,
-        out_of_scale="not tested: the conjecture's exact statement is not in the brief and the "
-        "paper's text was not reachable offline, so no test could be fixed before running",
+        out_of_scale="not tested as the paper words it: the conjecture's exact statement was "
+        "not reachable offline. The adam_* controls test OUR RECONSTRUCTION (a homogenized "
+        "Adam ODE), not the paper's statement",
+    ),
+    Claim(
+        id="adam_ode_matches",
+        statement="Reconstruction (not the paper's statement): simulated Adam follows the "
+        "homogenized Adam ODE (drift phi_A D^{-1/2} K r, phi_A and noise by Monte Carlo over "
+        "resampled histories) for beta2 in {0, 0.5, 0.9, 0.99} x beta1 in {0, 0.9}",
+        where="Conclusion (Adam conjecture), as reconstructed here",
+        metric="sup over t in [0, 6] of |mean simulated risk / ODE - 1|, one value per "
+        "(beta1, beta2) except (0.9, 0) (no ODE: E[1/|g|] = inf), diagonal K, Gaussian noise "
+        "std 0.5, lr 0.3, d = 1000 (full: 2000)",
+        paper_value="reconstruction",
+        rule=Rule("<=", 0.05, partial=0.10),
+        kind="control",
+    ),
+    Claim(
+        id="adam_error_shrinks",
+        statement="Reconstruction: the gap between simulated Adam and the Adam ODE shrinks as d "
+        "doubles.",
+        where="Conclusion (Adam conjecture), as reconstructed here",
+        metric="err(2d) / err(d) per (beta1, beta2) as in adam_ode_matches, err = per-seed sup "
+        "relative error averaged over seeds; d = 500 -> 1000 (full: 1000 -> 2000); about 0.71 "
+        "if err ~ d^-1/2",
+        paper_value="reconstruction",
+        rule=Rule("<=", 0.85, partial=1.0),
+        kind="control",
+    ),
+    Claim(
+        id="adam_precond_exponent",
+        statement="Reconstruction: Adam keeps signSGD's diagonal preconditioning, coordinate i "
+        "decaying at a rate proportional to lambda_i^{1/2}, for every (beta1, beta2).",
+        where="Conclusion (Adam conjecture), as reconstructed here",
+        metric="|fitted exponent - 0.5| averaged over seeds, one value per (beta1, beta2) of the "
+        "sweep except (0.9, 0) (no ODE), measured as precond_exponent_signsgd at t = 3 at the "
+        "larger d",
+        paper_value="reconstruction: 0.5",
+        rule=Rule("<=", 0.1, partial=0.2),
+        kind="control",
+    ),
+    Claim(
+        id="adam_cauchy_ode",
+        statement="Reconstruction: under Cauchy noise simulated Adam (beta1 = 0) follows the "
+        "Adam ODE, whose phi_A is tabulated by Monte Carlo over a grid of risks.",
+        where="Conclusion (Adam conjecture), as reconstructed here",
+        metric="as adam_ode_matches, Cauchy noise scale 0.5, beta1 = 0, beta2 in {0, 0.5, 0.9, "
+        "0.99}, one value per beta2",
+        paper_value="reconstruction",
+        rule=Rule("<=", 0.05, partial=0.10),
+        kind="control",
+    ),
+    Claim(
+        id="adam_cauchy_robustness_fades",
+        statement="Reconstruction: signSGD's robustness to heavy tails fades as beta2 -> 1 "
+        "(phi_A -> 1/sqrt(2P + E eps^2) = 0 for Cauchy noise).",
+        where="Conclusion (Adam conjecture), as reconstructed here",
+        metric="Spearman correlation between beta2 in {0, 0.5, 0.9, 0.99} and the simulated "
+        "final-risk ratio Cauchy / Gaussian (beta1 = 0, t = 6, seed means, larger d)",
+        paper_value="reconstruction: increasing",
+        rule=Rule(">=", 0.99, partial=0.5),
+        kind="control",
     ),
 )
 
@@ -171,13 +250,27 @@ class Config:
     phi_samples: int
     cov_d: int
     cov_samples: int
+    reshaping_ds: tuple[int, ...]  # the centred gap vs d (figure)
+    adam_ds: tuple[int, int]  # d and 2d of the Adam sweep
+    adam_chains: int  # Monte Carlo chains for phi_A and q
 
 
 CONFIGS = {
-    "tiny": Config(150, 40, 2.0, (50, 150), 100, 2.0, 1.0, 2000, 10, 4000),
-    "quick": Config(1000, 400, 6.0, (250, 500, 1000), 500, 8.0, 3.0, 20_000, 50, 100_000),
-    "full": Config(1000, 400, 6.0, (250, 500, 1000, 2000), 500, 8.0, 3.0, 40_000, 50, 200_000),
-}
+    "tiny": Config(
+        150, 40, 2.0, (50, 150), 100, 2.0, 1.0, 2000, 10, 4000, (6, 12), (100, 200), 500
+    ),
+    "quick": Config(
+        1000, 400, 6.0, (250, 500, 1000), 500, 8.0, 3.0, 20_000, 50, 100_000,
+        (12, 25, 50, 100), (500, 1000), 4000,
+    ),
+    "full": Config(
+        1000, 400, 6.0, (250, 500, 1000, 2000), 500, 8.0, 3.0, 40_000, 50, 200_000,
+        (12, 25, 50, 100, 200, 400), (1000, 2000), 8000,
+    ),
+}  # fmt: skip
+ADAM_BETAS = tuple((b1, b2) for b1 in (0.0, 0.9) for b2 in (0.0, 0.5, 0.9, 0.99))
+"""The sweep of the issue; (0.9, 0) has no ODE in the reconstruction (E[1/|g|] is infinite), so it
+is simulated and reported in a note but left out of the ODE comparisons (fixed before running)."""
 
 
 def diagonal_problem(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -288,13 +381,14 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     out["ode_correlated"].append(_sup_rel(sim_c.risk.mean(axis=0), ode_c.risk))
     fig_data["B"] = (ode_c, sim_c, diag_ode)
 
-    # Noise reshaping: covariance of the sign-gradient at two iterates, two noises.
-    ctx.progress(f"noise reshaping: sign-gradient covariance at d={cfg.cov_d}")
+    # Noise reshaping: second moments of the sign-gradient at two iterates, two noises.
+    ctx.progress(f"noise reshaping: sign-gradient second moments at d={cfg.cov_d}")
     Ks = correlated_covariance(cfg.cov_d)
     _, s0, sstar = diagonal_problem(cfg.cov_d)
     target = sign_noise_covariance(Ks)
+    floor = reshaping_floor(target, cfg.cov_samples)
     reshaping_risks = []
-    diag_uncentred = diag_rank_one = 0.0
+    naive_centred = 0.0
     for si, seed in enumerate(seeds):
         run = simulate(
             Ks, s0, sstar, noise=gauss, lr=LR, t_max=cfg.t_main, seeds=[seed],
@@ -302,33 +396,33 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         )  # fmt: skip
         assert run.iterates is not None
         rng = np.random.default_rng([seed, 11])
-        worst = 0.0
+        worst_u = worst_c = 0.0
         for i in (0, 1):
             for noise in (gauss, cauchy):
-                mean, cov = sign_gradient_moments(
-                    Ks, run.iterates[0, i], noise=noise, n_samples=cfg.cov_samples, rng=rng,
-                    covariance=True,
-                )  # fmt: skip
-                assert cov is not None
-                norm = float(np.linalg.norm(target))
-                worst = max(worst, float(np.linalg.norm(cov - target)) / norm)
-                # Diagnostics (added after the first run showed a systematic gap): the centred
-                # covariance differs from E[g g^T] by the drift's outer product mean mean^T.
-                n = cfg.cov_samples
-                second = cov * (n - 1) / n + np.outer(mean, mean)
-                diag_uncentred = max(diag_uncentred, float(np.linalg.norm(second - target)) / norm)
-                diag_rank_one = max(diag_rank_one, float(mean @ mean) / norm)
-        out["noise_reshaping"].append(worst)
+                gaps = reshaping_gaps(
+                    Ks, run.iterates[0, i], noise=noise, n_samples=cfg.cov_samples, rng=rng
+                )
+                worst_u = max(worst_u, gaps.uncentred)
+                worst_c = max(worst_c, gaps.centred)
+                # The old metric (centred covariance vs K_sigma), kept as a diagnostic.
+                naive_centred = max(naive_centred, gaps.naive)
+        out["noise_reshaping"].append(worst_u)
+        out["noise_reshaping_centred"].append(worst_c)
         if si == 0:
             reshaping_risks = [float(v) for v in run.risk[0]]
-
     ctx.note(
-        f"- Noise reshaping diagnostics (d={cfg.cov_d}, worst over seeds, iterates and noises): "
-        f"the uncentred second moment E[g g^T] is off K_sigma by {diag_uncentred:.4f} "
-        f"(relative Frobenius); the drift's outer product mean mean^T, which the centred "
-        f"covariance subtracts, has norm {diag_rank_one:.4f} of ||K_sigma||_F. It is O(1) while "
-        f"||K_sigma||_F grows like sqrt(d), so it vanishes in the high-dimensional limit."
+        f"- Noise reshaping (d={cfg.cov_d}, {cfg.cov_samples} samples, worst over iterates and "
+        f"noises; max over seeds): uncentred E[g g^T] vs K_sigma "
+        f"{max(out['noise_reshaping']):.4f}, centred covariance vs K_sigma - mu mu^T "
+        f"{max(out['noise_reshaping_centred']):.4f}; Monte Carlo floor (expected relative "
+        f"Frobenius error of the sample mean of g g^T, sqrt(sum(1 - K_sigma^2) / n) / "
+        f"||K_sigma||_F) {floor:.4f}. Old metric (centred covariance vs K_sigma): "
+        f"{naive_centred:.4f}."
     )
+    fig_data["reshaping"] = _reshaping_vs_d(ctx, cfg, seeds[0], gauss)
+
+    # Adam (our reconstruction): sweep (beta1, beta2) at d and 2d, Gaussian then Cauchy noise.
+    fig_data["adam"] = _adam_block(ctx, cfg, seeds, gauss, cauchy, out)
 
     # C: heavy tails, signSGD vs SGD.
     ctx.progress(f"setting C: Cauchy noise, signSGD vs SGD at d={cfg.d_heavy}")
@@ -369,6 +463,159 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     )
     _figures(ctx, cfg, fig_data)
     return out
+
+
+def _reshaping_vs_d(
+    ctx: RunContext, cfg: Config, seed: int, noise: LabelNoise
+) -> dict[str, np.ndarray]:
+    """The old (centred) gap against d at the start of a run: it is ||mu||^2 / ||K_sigma||_F.
+
+    For each d: the full-matrix naive centred gap ||cov - K_sigma|| / ||K_sigma|| and its Monte
+    Carlo floor; the population value |mu|^2 / ||K_sigma||_F from the measured mean (its
+    sampling bias d / n subtracted) and from the phi-predicted mean.
+    """
+    ds = np.array(cfg.reshaping_ds)
+    naive, floors, measured, predicted = [], [], [], []
+    rng = np.random.default_rng([seed, 13])
+    for d in ds:
+        ctx.progress(f"noise reshaping vs d: d={d}")
+        Kd = correlated_covariance(int(d))
+        _, _, star = diagonal_problem(int(d))
+        r = -star
+        norm = float(np.linalg.norm(sign_noise_covariance(Kd)))
+        gaps = reshaping_gaps(Kd, r, noise=noise, n_samples=cfg.cov_samples, rng=rng)
+        P = 0.5 * float(r @ Kd @ r)
+        mu = phi(P, noise) * (preconditioned_drift(Kd) @ r)
+        naive.append(gaps.naive)
+        floors.append(gaps.floor)
+        mean = gaps.mean
+        var = 1.0 - mean**2
+        measured.append((float(mean @ mean) - float(var.sum()) / cfg.cov_samples) / norm)
+        predicted.append(float(mu @ mu) / norm)
+    ctx.note(
+        "- Old (centred) reshaping gap against d (start of a run, Gaussian noise, seed "
+        f"{seed}): "
+        + ", ".join(
+            f"d={d}: {g:.4f} (floor {f:.4f}, |mu|^2/||K_sigma|| measured {m:.4f}, "
+            f"phi-predicted {p:.4f})"
+            for d, g, f, m, p in zip(ds, naive, floors, measured, predicted, strict=True)
+        )
+    )
+    return {
+        "d": ds,
+        "naive": np.array(naive),
+        "floor": np.array(floors),
+        "measured": np.array(measured),
+        "predicted": np.array(predicted),
+    }
+
+
+def _adam_block(
+    ctx: RunContext,
+    cfg: Config,
+    seeds: tuple[int, ...],
+    gauss: LabelNoise,
+    cauchy: LabelNoise,
+    out: dict[str, list[float]],
+) -> dict[str, Any]:
+    """Simulated Adam against the reconstructed Adam ODE (claims adam_*)."""
+    times = np.linspace(0.0, cfg.t_main, 61)
+    i_decay = int(np.argmin(np.abs(times - cfg.t_decay)))
+    d_small, d_large = cfg.adam_ds
+    curves: dict[tuple[float, float], Any] = {}
+    finals: dict[str, dict[float, float]] = {"gaussian": {}, "cauchy": {}}
+    lines = []
+    for b1, b2 in ADAM_BETAS:
+        has_ode = not (b1 > 0 and b2 == 0)
+        errs = []
+        for d in (d_small, d_large):
+            ctx.progress(f"Adam (reconstruction) beta1={b1:g} beta2={b2:g}: d={d}")
+            K, th0, ths = diagonal_problem(d)
+            big = d == d_large
+            sim = simulate_adam(
+                K, th0, ths, noise=gauss, lr=LR, t_max=cfg.t_main, beta1=b1, beta2=b2,
+                seeds=seeds, times=times, keep_iterates=big,
+            )  # fmt: skip
+            if not has_ode:
+                if big:
+                    expo = f"{_adam_exponent(K, sim, i_decay):.3f}"
+                    lines.append(
+                        f"beta1={b1:g}, beta2={b2:g} (no ODE): simulated final risk per seed "
+                        + ", ".join(f"{v:.4g}" for v in sim.risk[:, -1])
+                        + f", |exponent - 0.5| {expo}"
+                    )
+                continue
+            ode = adam_ode(
+                K, th0, ths, noise=gauss, lr=LR, t_max=cfg.t_main, beta1=b1, beta2=b2,
+                times=times, n_chains=cfg.adam_chains,
+            )  # fmt: skip
+            errs.append(float(np.mean([_sup_rel(s, ode.risk) for s in sim.risk])))
+            if big:
+                gap = _sup_rel(sim.risk.mean(axis=0), ode.risk)
+                out["adam_ode_matches"].append(gap)
+                out["adam_precond_exponent"].append(_adam_exponent(K, sim, i_decay))
+                coef = ode.coefficients
+                assert coef is not None
+                curves[(b1, b2)] = (ode, sim)
+                if b1 == 0.0:
+                    finals["gaussian"][b2] = float(sim.risk[:, -1].mean())
+                lines.append(
+                    f"beta1={b1:g}, beta2={b2:g}: phi_A(P=0.5) {coef.at(0.5)[0]:.4f} "
+                    f"({coef.method}), q {coef.at(0.5)[1]:.4f}; sup gap {gap:.4f}; "
+                    f"per-seed error d={d_small}: {errs[0]:.4f}, d={d_large}: {errs[1]:.4f}; "
+                    f"final risk ODE {ode.risk[-1]:.4g}, simulated {sim.risk[:, -1].mean():.4g}"
+                )
+        if has_ode:
+            out["adam_error_shrinks"].append(errs[1] / errs[0])
+    ctx.note("- Adam (reconstruction), Gaussian noise: " + "; ".join(lines) + ".")
+
+    # Cauchy noise, beta1 = 0: does the heavy-tail robustness fade as beta2 -> 1?
+    K, th0, ths = diagonal_problem(d_large)
+    P0 = 0.5 * float(K @ (th0 - ths) ** 2)
+    grid = np.geomspace(1e-3 * P0, 10 * P0, 17)
+    cauchy_curves = {}
+    clines = []
+    for b2 in (0.0, 0.5, 0.9, 0.99):
+        ctx.progress(f"Adam (reconstruction), Cauchy noise: beta2={b2:g}, d={d_large}")
+        sim = simulate_adam(
+            K, th0, ths, noise=cauchy, lr=LR, t_max=cfg.t_main, beta1=0.0, beta2=b2,
+            seeds=seeds, times=times,
+        )  # fmt: skip
+        ode = adam_ode(
+            K, th0, ths, noise=cauchy, lr=LR, t_max=cfg.t_main, beta1=0.0, beta2=b2,
+            times=times, n_chains=cfg.adam_chains // 2, risk_grid=grid,
+        )  # fmt: skip
+        out["adam_cauchy_ode"].append(_sup_rel(sim.risk.mean(axis=0), ode.risk))
+        finals["cauchy"][b2] = float(sim.risk[:, -1].mean())
+        cauchy_curves[b2] = (ode, sim)
+        clines.append(
+            f"beta2={b2:g}: final risk simulated {finals['cauchy'][b2]:.4g}, ODE "
+            f"{ode.risk[-1]:.4g} (left grid: {ode.left_grid}), Cauchy/Gaussian "
+            f"{finals['cauchy'][b2] / finals['gaussian'][b2]:.3g}"
+        )
+    b2s = sorted(finals["cauchy"])
+    ratio = [finals["cauchy"][b] / finals["gaussian"][b] for b in b2s]
+    out["adam_cauchy_robustness_fades"].append(float(stats.spearmanr(b2s, ratio)[0]))
+    limit = adam_coefficients(P0, beta1=0.0, beta2=1.0, noise=cauchy)
+    ctx.note(
+        f"- Adam (reconstruction), Cauchy noise scale {CAUCHY}, beta1 = 0, d={d_large}: "
+        + "; ".join(clines)
+        + f". The beta2 -> 1 limit has phi_A = {limit.phi[0]:g} (no drift at all)."
+    )
+    return {"gaussian": curves, "cauchy": cauchy_curves, "finals": finals}
+
+
+def _adam_exponent(K: np.ndarray, sim: Any, i_decay: int) -> float:
+    assert sim.iterates is not None
+    t = float(sim.t[i_decay])
+    devs = []
+    for si in range(sim.risk.shape[0]):
+        lam, rate = binned_decay_rates(K, sim.iterates[si, 0], sim.iterates[si, i_decay], t, 8)
+        try:
+            devs.append(abs(decay_exponent(lam, rate) - 0.5))
+        except ValueError:  # a bin did not decay (rate <= 0): no exponent, counted as a miss
+            devs.append(math.inf)
+    return float(np.mean(devs))
 
 
 def _notes(
@@ -490,3 +737,46 @@ def _figures(ctx: RunContext, cfg: Config, data: dict[str, Any]) -> None:
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.tight_layout()
     ctx.save_figure(fig, "effects")
+
+    rs = data["reshaping"]
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ax.loglog(rs["d"], rs["naive"], "o-", label="old metric: ||cov - K_sigma|| / ||K_sigma||")
+    ax.loglog(rs["d"], rs["floor"], "k:", label="Monte Carlo floor")
+    ax.loglog(rs["d"], rs["measured"], "s-", label="|mu|^2 / ||K_sigma||, mu measured")
+    ax.loglog(rs["d"], rs["predicted"], "--", label="|mu|^2 / ||K_sigma||, mu = phi D^-1/2 K r")
+    ref = rs["predicted"][0] * np.sqrt(rs["d"][0] / rs["d"])
+    ax.loglog(rs["d"], ref, color="gray", lw=0.8, label="d^-1/2")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(rs["d"])
+    ax.set_xlabel("d (correlated K, start of a run)")
+    ax.set_ylabel("relative Frobenius gap")
+    ax.set_title("Centred sign-gradient covariance vs K_sigma: the gap is mu mu^T", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    ctx.save_figure(fig, "noise_reshaping")
+
+    ad = data["adam"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for (b1, b2), (ode, sim) in ad["gaussian"].items():
+        ax = axes[0] if b1 == 0 else axes[1]
+        line = ax.plot(sim.t, sim.risk.mean(axis=0), lw=1, label=f"beta2={b2:g}")
+        ax.plot(ode.t, ode.risk, "--", color=line[0].get_color(), lw=1.2)
+    for ax, b1 in ((axes[0], 0.0), (axes[1], 0.9)):
+        ax.set_yscale("log")
+        ax.set_title(
+            f"Adam beta1={b1:g}, Gaussian noise, d={cfg.adam_ds[1]} (dashed: ODE, reconstruction)",
+            fontsize=8,
+        )
+        ax.set_xlabel("t = k / d")
+        ax.set_ylabel("excess risk P")
+        ax.legend(fontsize=7)
+    for b2, (ode, sim) in ad["cauchy"].items():
+        line = axes[2].plot(sim.t, sim.risk.mean(axis=0), lw=1, label=f"beta2={b2:g}")
+        axes[2].plot(ode.t, ode.risk, "--", color=line[0].get_color(), lw=1.2)
+    axes[2].set_yscale("log")
+    axes[2].set_title("Adam beta1=0, Cauchy noise (dashed: ODE, reconstruction)", fontsize=8)
+    axes[2].set_xlabel("t = k / d")
+    axes[2].legend(fontsize=7)
+    fig.tight_layout()
+    ctx.save_figure(fig, "adam_reconstruction")

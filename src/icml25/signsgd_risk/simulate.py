@@ -164,6 +164,8 @@ def sign_gradient_moments(
         raise ValueError(f"r must have shape ({d},) to match K, got {rv.shape}")
     if not (isinstance(n_samples, int) and n_samples >= 2):
         raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
+    if not (isinstance(chunk, int) and chunk > 0):
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     noise = as_noise(noise)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     draw = _sampler(Karr, diag)
