@@ -309,7 +309,7 @@ def sparse_gd(A, y, u0, v0, lr, alpha, off, steps, record=()):  # type: ignore[n
         g = (U * V) @ G
         g -= b
         U, V = decay * U - lr * (V * g), decay * V - lr * (U * g)
-    if record:
+    if len(rec):
         return U * V, c_switch, U * U - V * V, c_rec
     return U * V, c_switch, U * U - V * V
 
