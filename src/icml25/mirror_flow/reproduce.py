@@ -760,7 +760,7 @@ def _report(
             ax.axvline(collapse_time(2.0, p) / q["alpha"], ls=":", color="grey")
         ax.set_xlabel("time t = eta k")
         ax.set_ylabel("dual interval width S / (p |2 - p|)")
-        ax.set_title(f"p = {p:g}: predicted (lines) vs measured median (dots)")
+        ax.set_title(f"p = {p:g}: lines predicted, dots measured (median)", fontsize=9)
         ax.legend(fontsize=7)
     ctx.save_figure(fig, "range_width")
 
