@@ -9,15 +9,27 @@ from scipy.optimize import minimize
 
 from icml25.mirror_flow import (
     WeightDecaySwitch,
+    balancedness,
+    balancedness_error,
+    balancedness_gd_step,
+    balancedness_prediction,
     c_flow,
     c_gd,
     c_gd_step,
+    collapse_time,
+    dual_interval_width,
     implicit_bias_solution,
     legendre,
     legendre_grad,
     mirror_inverse,
+    power_dual,
+    power_gd,
+    power_invariant,
+    power_regularizer,
+    power_x,
+    predicted_invariant,
 )
-from icml25.mirror_flow.reproduce import sparse_gd
+from icml25.mirror_flow.reproduce import attention_gd, lora_gd, sparse_gd
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -175,3 +187,192 @@ def test_switch_bad_input():
         WeightDecaySwitch(opt, at_step=1, after=-0.1)
     with pytest.raises(TypeError, match="Optimizer"):
         WeightDecaySwitch([p], at_step=1)  # type: ignore[arg-type]
+
+
+# ---- range shrinking: the power parametrization ----------------------------------------------
+
+
+@pytest.mark.parametrize("p", [1.5, 4.0])
+def test_power_invariant_on_a_1d_flow(p):
+    """1-D GD at eta = 1e-3 with weight decay on until A_T in {0.25, 0.5}: S = u^(2-p) + v^(2-p)
+    follows S0 - 2p(2-p)A (1.625 / 1.25 at p = 1.5, 6 / 10 at p = 4) along the whole run."""
+    lr, alpha = 1e-3, 0.5
+    tr = power_gd(
+        np.array([[1.0]]),
+        np.array([0.3]),
+        p=p,
+        lr=lr,
+        alpha=alpha,
+        off=[500, 1000],
+        steps=3000,
+        record=range(0, 3001, 50),
+    )
+    assert not tr.frozen.any()
+    pred = predicted_invariant(2.0, p, tr.A)
+    np.testing.assert_allclose(tr.S[..., 0], pred, rtol=2e-3)
+    np.testing.assert_allclose(pred[:, -1], [1.625, 1.25] if p < 2 else [6.0, 10.0])
+    np.testing.assert_allclose(tr.x[:, 0], 0.3, atol=0.01)  # and it still fits y
+    # the deviation is first order in eta: ten times smaller steps, ten times smaller error
+    fine = power_gd(
+        np.array([[1.0]]),
+        np.array([0.3]),
+        p=p,
+        lr=lr / 10,
+        alpha=alpha,
+        off=[5000, 10000],
+        steps=30000,
+        record=[30000],
+    )
+    err = abs(tr.S[0, -1, 0] / pred[0, -1] - 1)
+    err_fine = abs(fine.S[0, -1, 0] / predicted_invariant(2.0, p, fine.A)[0, -1] - 1)
+    assert err_fine < 0.2 * err
+
+
+def test_power_dual_follows_the_mirror_flow():
+    """mu = (u^(2-p) - v^(2-p)) / (2p(2-p)) moves by -eta * grad f per step, to first order,
+    whatever the weight decay; its range at fixed S has width S / (p|2-p|)."""
+    for p in (1.5, 4.0):
+        u, v, g, lr, alpha = np.array([0.8]), np.array([1.3]), 0.4, 1e-6, 0.7
+        u2 = u - lr * p * u ** (p - 1) * (g + alpha)
+        v2 = v - lr * p * v ** (p - 1) * (alpha - g)
+        dmu = (power_dual(u2, v2, p) - power_dual(u, v, p)) / lr
+        np.testing.assert_allclose(dmu, -g, rtol=1e-5)
+        S = float(power_invariant(u, v, p)[0])
+        # the points with this S: u^(2-p) = t S, v^(2-p) = (1-t) S, t in (0, 1)
+        t = np.linspace(1e-6, 1 - 1e-6, 201)
+        uu, vv = (t * S) ** (1 / (2 - p)), ((1 - t) * S) ** (1 / (2 - p))
+        np.testing.assert_allclose(power_invariant(uu, vv, p), S)
+        mu = power_dual(uu, vv, p)
+        assert np.ptp(mu) == pytest.approx(float(dual_interval_width(S, p)), rel=1e-5)
+        assert power_x(u, v, p) == pytest.approx(u**p - v**p)
+        assert power_regularizer(u, v, p) == pytest.approx(float(u[0] ** p + v[0] ** p))
+    assert collapse_time(2.0, 1.5) == pytest.approx(4 / 3)
+    assert collapse_time(2.0, 4.0) == float("inf")
+
+
+def test_power_factor_hits_zero_and_freezes():
+    """p < 2 with weight decay past the collapse: every coordinate loses a factor, for good."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((4, 6)) / 2
+    y = A @ rng.standard_normal(6)
+    tr = power_gd(A, y, p=1.5, lr=1e-3, alpha=0.5, off=[0, 4000], steps=5000, record=[5000])
+    assert tr.frozen[1].all() and not tr.frozen[0].any()
+    assert (tr.frozen_at[1] <= 4000).all()
+    assert np.isnan(tr.S[1, -1]).all()
+
+
+def test_power_bad_input():
+    one = np.ones(2)
+    for p in (2, 1.0, 0.5, float("nan")):
+        with pytest.raises(ValueError, match="p must be"):
+            power_x(one, one, p)
+    with pytest.raises(ValueError, match=">= 0"):
+        power_invariant(np.array([-1.0]), np.array([1.0]), 1.5)
+    with pytest.raises(ValueError, match="same shape"):
+        power_x(np.ones(2), np.ones(3), 4)
+    with pytest.raises(ValueError, match="A must be"):
+        power_gd(np.eye(2), np.ones(3), p=1.5, lr=0.1, alpha=0.1, off=[0], steps=1)
+    with pytest.raises(ValueError, match="lr"):
+        power_gd(np.eye(2), np.ones(2), p=1.5, lr=0.0, alpha=0.1, off=[0], steps=1)
+    with pytest.raises(ValueError, match="alpha"):
+        power_gd(np.eye(2), np.ones(2), p=1.5, lr=0.1, alpha=-1.0, off=[0], steps=1)
+    with pytest.raises(ValueError, match="off"):
+        power_gd(np.eye(2), np.ones(2), p=1.5, lr=0.1, alpha=0.1, off=[], steps=1)
+    with pytest.raises(ValueError, match="record"):
+        power_gd(np.eye(2), np.ones(2), p=1.5, lr=0.1, alpha=0.1, off=[0], steps=1, record=[5])
+    with pytest.raises(ValueError, match="A \\(the integrated"):
+        predicted_invariant(2.0, 1.5, -0.1)
+    with pytest.raises(ValueError, match="S0"):
+        collapse_time(0.0, 1.5)
+
+
+# ---- balancedness of W = P Q^T under GD with weight decay --------------------------------------
+
+
+def test_balancedness_recursion_by_hand():
+    """1x1 factors P = 2, Q = 1, G = 3, eta = 0.1, alpha = 0.5 (hand computation):
+    P' = 0.95*2 - 0.1*3*1 = 1.6, Q' = 0.95*1 - 0.1*3*2 = 0.35, B' = 1.6^2 - 0.35^2 = 2.4375;
+    closed form 0.95^2 * 3 + 0.01 * (1*9*1 - 2*9*2) = 2.7075 - 0.27 = 2.4375."""
+    P, Q, G = np.array([[2.0]]), np.array([[1.0]]), np.array([[3.0]])
+    assert balancedness(P, Q)[0, 0] == 3.0
+    assert balancedness_gd_step(P, Q, G, 0.1, 0.5)[0, 0] == pytest.approx(2.4375, abs=1e-12)
+
+
+def test_balancedness_recursion_matches_a_gd_step_and_its_prediction():
+    rng = np.random.default_rng(6)
+    P, Q, G = rng.standard_normal((5, 3)), rng.standard_normal((4, 3)), rng.standard_normal((5, 4))
+    lr, alpha = 0.07, 0.3
+    P2, Q2 = P - lr * (G @ Q + alpha * P), Q - lr * (G.T @ P + alpha * Q)
+    np.testing.assert_allclose(
+        balancedness(P2, Q2), balancedness_gd_step(P, Q, G, lr, alpha), atol=1e-12
+    )
+    # with no loss gradient the decay (1 - eta alpha)^(2k) is exact
+    B0 = balancedness(P, Q)
+    Bs = [B0]
+    for _ in range(5):
+        P, Q = (1 - lr * alpha) * P, (1 - lr * alpha) * Q
+        Bs.append(balancedness(P, Q))
+    assert balancedness_error(np.array(Bs), B0, lr, alpha, range(6)) < 1e-14
+    np.testing.assert_allclose(balancedness_prediction(B0, lr, alpha, 5), Bs[-1], atol=1e-12)
+
+
+def test_balancedness_bad_input():
+    with pytest.raises(ValueError, match="same number of columns"):
+        balancedness(np.ones((3, 2)), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="G must have the shape"):
+        balancedness_gd_step(np.ones((3, 2)), np.ones((4, 2)), np.ones((4, 3)), 0.1, 0.1)
+    with pytest.raises(ValueError, match="lr"):
+        balancedness_prediction(np.eye(2), 0.0, 0.1, 1)
+    with pytest.raises(ValueError, match="alpha"):
+        balancedness_prediction(np.eye(2), 0.1, -0.1, 1)
+    with pytest.raises(ValueError, match="steps"):
+        balancedness_prediction(np.eye(2), 0.1, 0.1, -1)
+    with pytest.raises(ValueError, match="B0 is zero"):
+        balancedness_error(np.zeros((1, 2, 2)), np.zeros((2, 2)), 0.1, 0.1, [0])
+    with pytest.raises(ValueError, match="Bs must be"):
+        balancedness_error(np.zeros((2, 2, 2)), np.eye(2), 0.1, 0.1, [0])
+
+
+# ---- the reproduction's hand-written gradients ----------------------------------------------
+
+
+def test_lora_gd_matches_torch_sgd():
+    """lora_gd's hand-written backward and weight decay equal torch SGD(weight_decay=alpha)."""
+    rng = np.random.default_rng(7)
+    n, d, h, r = 9, 5, 6, 2
+    X, y = rng.standard_normal((n, d)), rng.standard_normal((n, 1))
+    W1, b1 = rng.standard_normal((h, d)), rng.standard_normal(h)
+    W2, b2 = rng.standard_normal((1, h)), rng.standard_normal(1)
+    A0 = rng.standard_normal((r, d))
+    lr, alpha, steps = 0.05, 0.3, 4
+    (A, B), bal = lora_gd(X, y, (W1, b1, W2, b2), A0, lr, alpha, [0, 2], steps, grid=[0, 4])
+    for run, off in enumerate((0, 2)):
+        pa = torch.tensor(A0, requires_grad=True)
+        pb = torch.zeros(h, r, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.SGD([pa, pb], lr=lr, weight_decay=alpha)
+        sched = WeightDecaySwitch(opt, at_step=off)
+        for _ in range(steps):
+            opt.zero_grad()
+            H = torch.tanh(torch.tensor(X) @ (torch.tensor(W1) + pb @ pa).T + torch.tensor(b1))
+            out = H @ torch.tensor(W2).T + torch.tensor(b2)
+            torch.nn.functional.mse_loss(out, torch.tensor(y)).backward()
+            opt.step()
+            sched.step()
+        np.testing.assert_allclose(A[run], pa.detach().numpy(), atol=1e-12)
+        np.testing.assert_allclose(B[run], pb.detach().numpy(), atol=1e-12)
+        a, b = pa.detach().numpy(), pb.detach().numpy()
+        np.testing.assert_allclose(bal[1, run], a @ a.T - b.T @ b, atol=1e-12)
+
+
+def test_attention_gd_matches_einsum_gradient():
+    rng = np.random.default_rng(8)
+    m, d = 11, 4
+    Qt, Kt, y = rng.standard_normal((m, d)), rng.standard_normal((m, d)), rng.standard_normal(m)
+    WQ, WK = rng.standard_normal((1, d, d)), rng.standard_normal((1, d, d))
+    lr, alpha = 0.01, 0.2
+    WQ1, WK1, _ = attention_gd(Qt, Kt, y, WQ, WK, lr, alpha, [1], 1)
+    W = WQ[0] @ WK[0].T
+    r = np.einsum("md,de,me->m", Qt, W, Kt) - y
+    Gw = np.einsum("m,md,me->de", r, Qt, Kt) / m
+    np.testing.assert_allclose(WQ1[0], WQ[0] - lr * (Gw @ WK[0] + alpha * WQ[0]), atol=1e-12)
+    np.testing.assert_allclose(WK1[0], WK[0] - lr * (Gw.T @ WQ[0] + alpha * WK[0]), atol=1e-12)

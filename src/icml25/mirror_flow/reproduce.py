@@ -9,7 +9,8 @@ is never on, always on, or switched off after T steps:
 2. Matrix sensing ``X = U U^T`` (symmetric, batched NumPy GD).
 3. Single-layer attention logits ``s(q, k) = q^T W_Q W_K^T k`` on generated token pairs: the
    balancedness ``W_Q^T W_Q - W_K^T W_K`` against its predicted decay, and recovery errors.
-4. LoRA fine-tuning (torch SGD + :class:`WeightDecaySwitch`) of a small MLP trained on the spot.
+4. LoRA fine-tuning of a small tanh MLP (batched NumPy GD, weight decay switched off at T).
+5. Range shrinking with the power parametrization ``x = u^p - v^p``.
 
 Claims and rules were fixed before the first run.
 """
@@ -20,13 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
 
 from icml25.core.claims import Claim, Rule
 from icml25.core.runner import RunContext
+from icml25.mirror_flow.balancedness import balancedness_error
 from icml25.mirror_flow.legendre import c_gd, implicit_bias_solution
-from icml25.mirror_flow.schedule import WeightDecaySwitch
+from icml25.mirror_flow.power import (
+    collapse_time,
+    dual_interval_width,
+    power_gd,
+    predicted_invariant,
+)
 
 CLAIMS = (
     Claim(
@@ -106,9 +111,22 @@ CLAIMS = (
         statement="In single-layer attention W_Q W_K^T, weight decay decays the balancedness "
         "W_Q^T W_Q - W_K^T W_K as (1 - eta alpha)^(2t) (e^(-2 alpha t) in the flow).",
         where="Single-layer attention",
-        metric="|‖B_T‖_F / ‖B_0‖_F / predicted - 1| at the switch time",
+        metric="max over a grid of steps k (every 1/40 of the run, weight decay on throughout) of "
+        "||B_k - (1 - eta alpha)^(2k) B_0||_F / ||B_0||_F, at eta = 0.005 (rule of issue 23; "
+        "before: |ratio of norms / prediction - 1| at the switch step, eta = 0.05)",
         paper_value="exact (theorem, flow)",
         rule=Rule("<=", 0.01, partial=0.05),
+    ),
+    Claim(
+        id="attention_balancedness_eta",
+        statement="Check added here: the deviation of GD from the flow's balancedness decay is "
+        "first order in eta (the eta^2 term of each step, summed over t / eta steps).",
+        where="Discrete GD vs gradient flow (derived here)",
+        metric="|2 err(eta/2) / err(eta) - 1|, err as in attention_balancedness over the same "
+        "times t = eta k, eta = 0.005",
+        paper_value="first order in eta",
+        rule=Rule("<=", 0.2, partial=0.5),
+        kind="control",
     ),
     Claim(
         id="attention_switch_vs_none",
@@ -124,9 +142,53 @@ CLAIMS = (
         statement="In LoRA fine-tuning, switching weight decay off generalizes better than "
         "never using it and than keeping it on.",
         where="LoRA experiment",
-        metric="test MSE of switch-off / min(test MSE never, test MSE always on)",
+        metric="test MSE of switch-off / min(test MSE never, test MSE always on); n = 256 "
+        "samples, the task is the pretrained net plus a rank-1 change of its first layer "
+        "(issue 23; before: n = 64 and a separately pretrained net)",
         paper_value="better",
         rule=Rule("<=", 1.0, partial=1.1),
+    ),
+    Claim(
+        id="lora_balancedness",
+        statement="In LoRA (BA), weight decay decays the balancedness A A^T - B^T B as "
+        "(1 - eta alpha)^(2k).",
+        where="LoRA experiment (as described by the reviews of the ICLR 2025 submission)",
+        metric="max over the steps k = 0, 25, ..., T (weight decay on) of "
+        "||Bal_k - (1 - eta alpha)^(2k) Bal_0||_F / ||Bal_0||_F (rank-4 LoRA on the first layer)",
+        paper_value="0.368 vs 0.3677 (reviews)",
+        rule=Rule("<=", 0.01, partial=0.05),
+    ),
+    Claim(
+        id="lora_low_rank",
+        statement="After weight decay is switched off, the LoRA update BA stays closer to low "
+        "rank than without weight decay (nuclear / Frobenius ratio below).",
+        where="LoRA experiment (as described by the reviews of the ICLR 2025 submission)",
+        metric="||B A||_* / ||B A||_F of the LoRA update, switch-off / never",
+        paper_value="1.2-1.4 vs about 1.9 (reviews)",
+        rule=Rule("<", 1.0),
+    ),
+    Claim(
+        id="lora_converged",
+        statement="Check added here: the never and switch-off LoRA runs are trained to "
+        "convergence (so their test errors compare fitted models).",
+        where="LoRA experiment (issue 23: train to convergence)",
+        metric="max over the never and switch-off runs of final train MSE / train MSE of the "
+        "pretrained net on the task",
+        paper_value="-",
+        rule=Rule("<=", 1e-3, partial=1e-2),
+        kind="control",
+    ),
+    Claim(
+        id="power_invariant",
+        statement="Range shrinking: for x = u^p - v^p with regularizer sum(u^p + v^p), "
+        "S = u^(2-p) + v^(2-p) = S_0 - 2p(2-p)A_t along training while u, v > 0, so the dual "
+        "interval has width S_t / (p|2-p|) (shrinking for p < 2, widening for p > 2).",
+        where="Three effects: range shrinking (definitions from the reviews of the ICLR 2025 "
+        "submission, OpenReview EreKmSOw7K; invariant derived here)",
+        metric="max over p in {1.5, 4}, runs with weight decay off at A_T <= 1 (S_T >= S_0 / 4 "
+        "for p = 1.5), recorded steps and coordinates with u, v > 0 of |S / predicted - 1|",
+        paper_value="exact (flow)",
+        rule=Rule("<=", 0.01, partial=0.05),
     ),
 )
 
@@ -143,31 +205,71 @@ class Config:
     sensing_switch: tuple[int, int]
     attention_steps: int
     attention_switch: int
+    balancedness_steps: int
+    """GD steps at eta = 0.005 for the balancedness check (twice as many at eta / 2)."""
     lora_steps: int
-    lora_switch: int
+    power_steps: int
+    """GD steps of the power-parametrization runs (eta = 1e-3)."""
 
 
 CONFIGS = {
-    "tiny": Config(3_000, (50, 100, 200, 400), 2_000, (200, 400), 2_000, 300, 200, 50),
+    "tiny": Config(3_000, (50, 100, 200, 400), 2_000, (200, 400), 2_000, 300, 200, 300, 600),
     "quick": Config(
-        150_000, (500, 1_000, 2_000, 20_000), 30_000, (3_000, 6_000), 30_000, 5_000, 3_000, 1_000
+        150_000,
+        (500, 1_000, 2_000, 20_000),
+        30_000,
+        (3_000, 6_000),
+        30_000,
+        5_000,
+        10_000,
+        12_000,
+        10_000,
     ),
     "full": Config(
-        400_000, (500, 1_000, 2_000, 20_000), 60_000, (3_000, 6_000), 60_000, 5_000, 6_000, 2_000
+        400_000,
+        (500, 1_000, 2_000, 20_000),
+        60_000,
+        (3_000, 6_000),
+        60_000,
+        5_000,
+        10_000,
+        48_000,  # 4x quick: the quick run's lora_converged control showed it had not converged
+        40_000,
     ),
 }
 
 SPARSE: dict[str, Any] = {"n": 40, "d": 100, "k": 5, "lr": 0.05, "alpha": 0.02}
 SENSING: dict[str, Any] = {"d": 20, "rank": 2, "m": 120, "lr": 2e-3, "alpha": 0.5, "u0": 0.5}
-ATTENTION: dict[str, Any] = {"d": 20, "rank": 2, "m": 150, "lr": 0.05, "alpha": 0.05, "q0": 0.5}
+ATTENTION: dict[str, Any] = {
+    "d": 20,
+    "rank": 2,
+    "m": 150,
+    "lr": 0.05,
+    "alpha": 0.05,
+    "q0": 0.5,
+    "balancedness_lr": 0.005,
+    "balancedness_grid": 40,
+}
 LORA: dict[str, Any] = {
     "d_in": 20,
     "hidden": 64,
     "rank": 4,
-    "n_train": 64,
+    "n_train": 256,
     "n_test": 2_000,
-    "lr": 0.05,
+    "lr": 0.2,
     "alpha": 0.01,
+    "switch": 250,  # 2 eta alpha T = 1: the balancedness falls to e^-1 by the switch
+    "shift": 0.5,
+    "grid": 25,
+}
+POWER: dict[str, Any] = {
+    "lr": 1e-3,
+    "alpha": 0.5,
+    "u0": 1.0,  # u0 = v0 = 1: x0 = 0, S0 = 2
+    # weight decay off once A_T = lr * alpha * T reaches these (p = 1.5 collapses at A = 4/3)
+    "A_off": {1.5: (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5), 4.0: (0.0, 0.25, 0.5)},
+    "claim_A_max": 1.0,
+    "record_every": 100,
 }
 
 
@@ -178,21 +280,37 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 # ---- 1. sparse regression, x = u * v -------------------------------------------------------------
 
 
-def sparse_gd(A, y, u0, v0, lr, alpha, off, steps):  # type: ignore[no-untyped-def]
+def sparse_gd(A, y, u0, v0, lr, alpha, off, steps, record=()):  # type: ignore[no-untyped-def]
     """Batched GD on 1/2 ||A (u*v) - y||^2 + alpha/2 (||u||^2 + ||v||^2); run r has weight decay
-    for its first ``off[r]`` steps. Returns x = u*v, c = u^2 - v^2 at each switch, and c_end."""
+    for its first ``off[r]`` steps; ``u0``, ``v0`` are (d,) or one row per run (R, d). Returns
+    x = u*v, c = u^2 - v^2 at each switch, and c_end; with ``record``, also c at those steps
+    ((len(record), R, d))."""
     R = len(off)
-    U = np.tile(np.asarray(u0, dtype=np.float64), (R, 1))
-    V = np.tile(np.asarray(v0, dtype=np.float64), (R, 1))
-    off = np.asarray(off)[:, None]
+    d = A.shape[1]
+    U = np.broadcast_to(np.asarray(u0, dtype=np.float64), (R, d)).copy()
+    V = np.broadcast_to(np.asarray(v0, dtype=np.float64), (R, d)).copy()
+    off = np.asarray(off)
+    G, b = A.T @ A, A.T @ y  # grad f(x) = G x - b
     c_switch = np.full(U.shape, np.nan)
-    for k in range(steps):
-        at = k == off[:, 0]
-        if at.any():
-            c_switch[at] = (U * U - V * V)[at]
-        g = ((U * V) @ A.T - y) @ A
-        a = np.where(k < off, alpha, 0.0)
-        U, V = U - lr * (V * g + a * U), V - lr * (U * g + a * V)
+    rec = {int(k): i for i, k in enumerate(record)}
+    c_rec = np.zeros((len(rec), R, d))
+    events = set(off.tolist()) | set(rec)
+    decay = np.where(off > 0, 1 - lr * alpha, 1.0)[:, None]  # (1 - eta alpha_k) per run
+    for k in range(steps + 1):
+        if k in events:
+            at = k == off
+            if at.any():
+                c_switch[at] = (U * U - V * V)[at]
+                decay[at] = 1.0
+            if k in rec:
+                c_rec[rec[k]] = U * U - V * V
+        if k == steps:
+            break
+        g = (U * V) @ G
+        g -= b
+        U, V = decay * U - lr * (V * g), decay * V - lr * (U * g)
+    if len(rec):
+        return U * V, c_switch, U * U - V * V, c_rec
     return U * V, c_switch, U * U - V * V
 
 
@@ -214,9 +332,15 @@ def _sparse(
     T = cfg.sparse_switch
     never, always = 0, cfg.sparse_steps + 1
     offs = [never, *T, always]
-    X, c_sw, _ = sparse_gd(
-        A, y, np.ones(p["d"]), np.zeros(p["d"]), p["lr"], p["alpha"], offs, cfg.sparse_steps
-    )
+    # one batch: the six runs from x0 = 0 and the positional-bias run (u0 = 1, v0 = 0.5, weight
+    # decay off at T2)
+    u0, v0 = np.ones(p["d"]), np.full(p["d"], 0.5)
+    t2 = T[1]
+    U0 = np.vstack([np.ones((len(offs), p["d"])), u0])
+    V0 = np.vstack([np.zeros((len(offs), p["d"])), v0])
+    X, c_sw, _ = sparse_gd(A, y, U0, V0, p["lr"], p["alpha"], [*offs, t2], cfg.sparse_steps)
+    Xp, c_sw_p = X[len(offs) :], c_sw[len(offs) :]
+    X, c_sw = X[: len(offs)], c_sw[: len(offs)]
     err = [_rel(x, xs) for x in X]
     resid = [float(np.linalg.norm(A @ x - y)) for x in X]
     c_dev, match = [], []
@@ -240,9 +364,6 @@ def _sparse(
     log.append(("sparse", offs, err, resid, l1, float(lp.fun), len(match)))
 
     # positional bias: x0 = 0.5 != 0, weight decay off at T2
-    u0, v0 = np.ones(p["d"]), np.full(p["d"], 0.5)
-    t2 = T[1]
-    Xp, c_sw_p, _ = sparse_gd(A, y, u0, v0, p["lr"], p["alpha"], [t2], cfg.sparse_steps)
     x0, c0 = u0 * v0, u0**2 - v0**2
     positional = implicit_bias_solution(A, y, c_sw_p[0], x0=x0, c0=c0)
     plain = implicit_bias_solution(A, y, c_sw_p[0])
@@ -285,6 +406,28 @@ def _sensing(
 # ---- 3. single-layer attention logits, W_Q W_K^T ------------------------------------------------
 
 
+def attention_gd(Qt, Kt, y, WQ, WK, lr, alpha, off, steps, record=()):  # type: ignore[no-untyped-def]
+    """Batched GD on 1/(2m) sum_i (q_i^T W_Q W_K^T k_i - y_i)^2 + alpha/2 (||W_Q||^2 + ||W_K||^2);
+    run r has weight decay for its first ``off[r]`` steps. Returns (W_Q, W_K) and the
+    balancedness ``W_Q^T W_Q - W_K^T W_K`` of each run at the steps in ``record``."""
+    m, d = Qt.shape
+    Phi = (Qt[:, :, None] * Kt[:, None, :]).reshape(m, -1)  # logit_i = Phi_i . vec(W)
+    off = np.asarray(off)
+    rec = {int(k): i for i, k in enumerate(record)}
+    Bs = np.zeros((len(rec), WQ.shape[0], WQ.shape[2], WQ.shape[2]))
+    for k in range(steps + 1):
+        if k in rec:
+            Bs[rec[k]] = WQ.transpose(0, 2, 1) @ WQ - WK.transpose(0, 2, 1) @ WK
+        if k == steps:
+            break
+        W = WQ @ WK.transpose(0, 2, 1)
+        r = W.reshape(len(W), -1) @ Phi.T - y  # (R, m) logits minus targets
+        Gw = (r @ Phi).reshape(-1, d, d) / m  # gradient wrt the product W
+        a = np.where(k < off, alpha, 0.0)[:, None, None]
+        WQ, WK = WQ - lr * (Gw @ WK + a * WQ), WK - lr * (Gw.transpose(0, 2, 1) @ WQ + a * WK)
+    return WQ, WK, Bs
+
+
 def _attention(
     cfg: Config, rng: np.random.Generator, out: dict[str, list[float]], log: list
 ) -> None:
@@ -295,107 +438,177 @@ def _attention(
     Kt = rng.standard_normal((m, d))  # key tokens
     y = np.einsum("md,de,me->m", Qt, Ws, Kt)  # target logits q^T W* k
     offs = np.array([0, cfg.attention_switch, cfg.attention_steps + 1])
-    WQ = np.tile(p["q0"] * np.eye(d), (len(offs), 1, 1))
-    WK = np.zeros_like(WQ)
-    B0 = np.linalg.norm(WQ[1].T @ WQ[1] - WK[1].T @ WK[1])
-    b_ratio = np.nan
-    for k in range(cfg.attention_steps):
-        if k == cfg.attention_switch:
-            b_ratio = float(np.linalg.norm(WQ[1].T @ WQ[1] - WK[1].T @ WK[1]) / B0)
-        W = WQ @ WK.transpose(0, 2, 1)
-        r = np.einsum("md,rde,me->rm", Qt, W, Kt) - y
-        Gw = np.einsum("rm,md,me->rde", r, Qt, Kt) / m  # gradient wrt the product W
-        a = np.where(k < offs, p["alpha"], 0.0)[:, None, None]
-        WQ, WK = (
-            WQ - p["lr"] * (Gw @ WK + a * WQ),
-            WK - p["lr"] * (Gw.transpose(0, 2, 1) @ WQ + a * WK),
-        )
+    WQ0 = np.tile(p["q0"] * np.eye(d), (len(offs), 1, 1))
+    WQ, WK, _ = attention_gd(
+        Qt, Kt, y, WQ0, np.zeros_like(WQ0), p["lr"], p["alpha"], offs, cfg.attention_steps
+    )
     W = WQ @ WK.transpose(0, 2, 1)
     err = [_rel(w, Ws) for w in W]
-    pred = c_gd(1.0, p["lr"], p["alpha"], cfg.attention_switch)
-    out["attention_balancedness"].append(abs(float(b_ratio) / float(pred) - 1))
     out["attention_switch_vs_none"].append(err[1] / err[0])
-    log.append(("attention", list(offs), err, float(b_ratio), float(pred)))
+
+    # balancedness along the trajectory, weight decay on throughout, at eta and eta / 2 over the
+    # same times t = eta k
+    bal_err = []
+    for scale in (1, 2):
+        lr = p["balancedness_lr"] / scale
+        steps = cfg.balancedness_steps * scale
+        grid = np.linspace(0, steps, p["balancedness_grid"] + 1).astype(int)
+        one = WQ0[:1]
+        _, _, Bs = attention_gd(
+            Qt, Kt, y, one, np.zeros_like(one), lr, p["alpha"], [steps + 1], steps, grid
+        )
+        bal_err.append(balancedness_error(Bs[:, 0], Bs[0, 0], lr, p["alpha"], grid))
+    out["attention_balancedness"].append(bal_err[0])
+    out["attention_balancedness_eta"].append(abs(2 * bal_err[1] / bal_err[0] - 1))
+    log.append(("attention", list(offs), err, bal_err))
 
 
 # ---- 4. LoRA fine-tuning ----------------------------------------------------------------
 
 
-class LoRALinear(nn.Module):
-    """A frozen linear layer plus a trainable low-rank update ``B @ A`` (B starts at 0)."""
-
-    def __init__(self, base: nn.Linear, rank: int, generator: torch.Generator) -> None:
-        super().__init__()
-        self.base = base
-        for prm in self.base.parameters():
-            prm.requires_grad_(False)
-        self.A = nn.Parameter(torch.randn(rank, base.in_features, generator=generator) / rank**0.5)
-        self.B = nn.Parameter(torch.zeros(base.out_features, rank))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.base(x) + x @ (self.B @ self.A).T
+def lora_forward(X, W1, b1, W2, b2, A, B):  # type: ignore[no-untyped-def]
+    """A 1-hidden-layer tanh MLP ``W2 tanh(W1 x + b1) + b2`` with a LoRA update ``B A`` on its
+    first layer; the adapters carry a leading run axis (R, ...). Returns (output (R, n, out),
+    hidden (R, n, h), X A^T)."""
+    XA = X @ A.transpose(0, 2, 1)
+    H = np.tanh(X @ W1.T + b1 + XA @ B.transpose(0, 2, 1))
+    return H @ W2.T + b2, H, XA
 
 
-def _mlp(d_in: int, hidden: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d_in, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+def lora_gd(X, y, base, A0, lr, alpha, off, steps, grid=()):  # type: ignore[no-untyped-def]
+    """Batched full-batch GD on the mean squared error of :func:`lora_forward` over the adapter
+    only (``base = (W1, b1, W2, b2)`` frozen), B starting at 0 and every run at A = ``A0``; run r
+    has weight decay ``alpha`` (GD on ``f + alpha/2 ||(A, B)||^2``, as torch's
+    ``SGD(weight_decay=alpha)``) for its first ``off[r]`` steps. Returns (A, B) and the
+    balancedness ``A A^T - B^T B`` of every run at the steps in ``grid`` ((len(grid), R, r, r))."""
+    W1, b1, W2, b2 = base
+    n, R = len(X), len(off)
+    off = np.asarray(off)
+    A = np.tile(A0, (R, 1, 1))
+    B = np.zeros((R, W1.shape[0], A0.shape[0]))
+    C = X @ W1.T + b1  # the frozen layer's pre-activation
+    rec = {int(k): i for i, k in enumerate(grid)}
+    bal = np.zeros((len(rec), R, A0.shape[0], A0.shape[0]))
+    for k in range(steps + 1):
+        if k in rec:
+            bal[rec[k]] = A @ A.transpose(0, 2, 1) - B.transpose(0, 2, 1) @ B
+        if k == steps:
+            break
+        XA = X @ A.transpose(0, 2, 1)
+        H = np.tanh(C + XA @ B.transpose(0, 2, 1))
+        dout = (2 / n) * (H @ W2.T + b2 - y)  # d(mean squared error)/d(output), (R, n, out)
+        dZ = (dout @ W2) * (1 - H * H)
+        gB = dZ.transpose(0, 2, 1) @ XA
+        gA = (B.transpose(0, 2, 1) @ dZ.transpose(0, 2, 1)) @ X
+        a = np.where(k < off, alpha, 0.0)[:, None, None]
+        A, B = A - lr * (gA + a * A), B - lr * (gB + a * B)
+    return (A, B), bal
+
+
+def _nuclear_over_frobenius(M: np.ndarray) -> float:
+    s = np.linalg.svd(M, compute_uv=False)
+    return float(s.sum() / np.linalg.norm(s))
+
+
+RUNS = ("never", "always", "switch")
 
 
 def _lora(cfg: Config, seed: int, out: dict[str, list[float]], log: list[Any]) -> None:
     p = LORA
-    g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    teacher = _mlp(p["d_in"], p["hidden"])
-    # the fine-tuning task: the teacher with a rank-1 change of its first layer
-    shifted = _mlp(p["d_in"], p["hidden"])
-    shifted.load_state_dict(teacher.state_dict())
-    with torch.no_grad():
-        du = torch.randn(p["hidden"], 1, generator=g)
-        dv = torch.randn(1, p["d_in"], generator=g)
-        shifted[0].weight += 0.5 * du @ dv / p["d_in"] ** 0.5
-    # "pretrained" model: fitted on the spot to the teacher's task with plenty of data
-    pre = _mlp(p["d_in"], p["hidden"])
-    Xa = torch.randn(4_000, p["d_in"], generator=g)
-    with torch.no_grad():
-        ya = teacher(Xa)
-    opt = torch.optim.Adam(pre.parameters(), lr=3e-3)
-    for _ in range(cfg.lora_steps // 2 + 100):
-        opt.zero_grad()
-        nn.functional.mse_loss(pre(Xa), ya).backward()
-        opt.step()
-    Xtr = torch.randn(p["n_train"], p["d_in"], generator=g)
-    Xte = torch.randn(p["n_test"], p["d_in"], generator=g)
-    with torch.no_grad():
-        ytr, yte = shifted(Xtr), shifted(Xte)
-    test = {}
-    for name in ("never", "always", "switch"):
-        model = _mlp(p["d_in"], p["hidden"])
-        model.load_state_dict(pre.state_dict())
-        init = torch.Generator().manual_seed(seed + 1)
-        first, last = model[0], model[2]
-        assert isinstance(first, nn.Linear) and isinstance(last, nn.Linear)
-        model[0] = LoRALinear(first, p["rank"], init)
-        model[2] = LoRALinear(last, p["rank"], init)
-        params = [q for q in model.parameters() if q.requires_grad]
-        wd = 0.0 if name == "never" else p["alpha"]
-        opt_s = torch.optim.SGD(params, lr=p["lr"], weight_decay=wd)
-        sched = WeightDecaySwitch(opt_s, at_step=cfg.lora_switch) if name == "switch" else None
-        for _ in range(cfg.lora_steps):
-            opt_s.zero_grad()
-            nn.functional.mse_loss(model(Xtr), ytr).backward()
-            opt_s.step()
-            if sched is not None:
-                sched.step()
-        with torch.no_grad():
-            test[name] = float(nn.functional.mse_loss(model(Xte), yte))
-            test[name + "_train"] = float(nn.functional.mse_loss(model(Xtr), ytr))
-    out["lora_switch"].append(test["switch"] / min(test["never"], test["always"]))
-    log.append(("lora", test))
+    rng = np.random.default_rng((seed, 4))
+    d, h, rank = p["d_in"], p["hidden"], p["rank"]
+    # the pretrained net (torch's default nn.Linear initialisation); the fine-tuning task is the
+    # same net with a rank-1 change of its first layer, so the change LoRA has to learn is
+    # exactly low rank relative to the pretrained weights
+    W1, b1 = rng.uniform(-1, 1, (h, d)) / d**0.5, rng.uniform(-1, 1, h) / d**0.5
+    W2, b2 = rng.uniform(-1, 1, (1, h)) / h**0.5, rng.uniform(-1, 1, 1) / h**0.5
+    shift = p["shift"] * np.outer(rng.standard_normal(h), rng.standard_normal(d)) / d**0.5
+    Xtr = rng.standard_normal((p["n_train"], d))
+    Xte = rng.standard_normal((p["n_test"], d))
+
+    def task(X: np.ndarray) -> np.ndarray:
+        return np.tanh(X @ (W1 + shift).T + b1) @ W2.T + b2
+
+    ytr, yte = task(Xtr), task(Xte)
+    base = (W1, b1, W2, b2)
+    start_mse = float(np.mean((np.tanh(Xtr @ W1.T + b1) @ W2.T + b2 - ytr) ** 2))
+    A0 = rng.standard_normal((rank, d)) / rank**0.5
+    offs = [0, cfg.lora_steps + 1, p["switch"]]  # never, always, switch (RUNS)
+    grid = np.arange(0, min(p["switch"], cfg.lora_steps) + 1, p["grid"])
+    (A, B), bal = lora_gd(Xtr, ytr, base, A0, p["lr"], p["alpha"], offs, cfg.lora_steps, grid)
+    sw = RUNS.index("switch")
+    bal_err = balancedness_error(bal[:, sw], bal[0, sw], p["lr"], p["alpha"], grid)
+    te = np.mean((lora_forward(Xte, *base, A, B)[0] - yte) ** 2, axis=(1, 2))
+    tr = np.mean((lora_forward(Xtr, *base, A, B)[0] - ytr) ** 2, axis=(1, 2))
+    res: dict[str, float] = {"start_train": start_mse}
+    for r, name in enumerate(RUNS):
+        res[name] = float(te[r])
+        res[name + "_train"] = float(tr[r])
+        res[name + "_ratio"] = _nuclear_over_frobenius(B[r] @ A[r])
+    out["lora_switch"].append(res["switch"] / min(res["never"], res["always"]))
+    out["lora_balancedness"].append(bal_err)
+    out["lora_low_rank"].append(res["switch_ratio"] / res["never_ratio"])
+    out["lora_converged"].append(max(res["never_train"], res["switch_train"]) / start_mse)
+    log.append(("lora", res, bal_err))
+
+
+# ---- 5. range shrinking: x = u^p - v^p with h = sum(u^p + v^p) --------------------------------
+
+
+def _power(cfg: Config, seed: int, out: dict[str, list[float]], log: list[Any]) -> dict[float, Any]:
+    """Power-parametrization runs on a sparse-regression instance of their own (its own random
+    stream, so the other settings' numbers do not move)."""
+    q = POWER
+    A, xs = _sparse_instance(np.random.default_rng((seed, 23)))
+    y = A @ xs
+    record = range(0, cfg.power_steps + 1, q["record_every"])
+    worst, runs = 0.0, {}
+    for p, A_off in q["A_off"].items():
+        S0 = 2 * q["u0"] ** (2 - p)  # u0 = v0
+        offs = [round(a / (q["lr"] * q["alpha"])) for a in A_off]
+        tr = power_gd(
+            A,
+            y,
+            p=p,
+            lr=q["lr"],
+            alpha=q["alpha"],
+            off=offs,
+            steps=cfg.power_steps,
+            u0=q["u0"],
+            v0=q["u0"],
+            record=record,
+        )
+        pred = predicted_invariant(S0, p, tr.A)
+        dev = np.abs(tr.S / pred[:, :, None] - 1)
+        for r, a in enumerate(A_off):
+            if a <= q["claim_A_max"] and np.isfinite(dev[r]).any():
+                worst = max(worst, float(np.nanmax(dev[r])))
+        by_switch = [
+            float(np.mean((tr.frozen_at[r] >= 0) & (tr.frozen_at[r] <= min(o, cfg.power_steps))))
+            for r, o in enumerate(offs)
+        ]
+        resid = np.linalg.norm(tr.x @ A.T - y, axis=1)
+        runs[p] = (A_off, offs, tr, pred, by_switch, resid)
+        log.append(
+            (
+                "power",
+                p,
+                list(A_off),
+                tr.frozen.mean(axis=1).tolist(),
+                by_switch,
+                resid.tolist(),
+                [_rel(x, xs) for x in tr.x],
+            )
+        )
+    out["power_invariant"].append(worst)
+    return runs
 
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     cfg = CONFIGS[ctx.budget]
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
     logs: dict[int, list[Any]] = {}
+    power_runs: dict[int, dict[float, Any]] = {}
     for seed in ctx.seeds:
         rng = np.random.default_rng(seed)
         log: list[Any] = []
@@ -407,12 +620,19 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         _attention(cfg, rng, out, log)
         ctx.progress(f"seed {seed}: LoRA fine-tuning ({cfg.lora_steps} steps x 3 runs)")
         _lora(cfg, seed, out, log)
+        ctx.progress(f"seed {seed}: power parametrization ({cfg.power_steps} steps x 10 runs)")
+        power_runs[seed] = _power(cfg, seed, out, log)
         logs[seed] = log
-    _report(ctx, cfg, logs)
+    _report(ctx, cfg, logs, power_runs)
     return out
 
 
-def _report(ctx: RunContext, cfg: Config, logs: dict[int, list[Any]]) -> None:
+def _report(
+    ctx: RunContext,
+    cfg: Config,
+    logs: dict[int, list[Any]],
+    power_runs: dict[int, dict[float, Any]],
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -439,18 +659,41 @@ def _report(ctx: RunContext, cfg: Config, logs: dict[int, list[Any]]) -> None:
         d = {entry[0]: entry for entry in log}
         _, pos, plain = d["positional"]
         _, so, serr = d["sensing"]
-        _, ao, aerr, bratio, bpred = d["attention"]
-        _, lt = d["lora"]
+        _, ao, aerr, bal = d["attention"]
+        _, lt, lbal = d["lora"]
         ctx.note(
             f"- seed {seed}: positional bias: distance to the positional prediction {pos:.2e}, "
             f"to plain argmin R_cT {plain:.2e}. Matrix sensing error never/off@{so[1]}/"
             f"off@{so[2]}/always: " + "/".join(f"{e:.3g}" for e in serr) + f". Attention error "
             f"never/off@{ao[1]}/always: "
             + "/".join(f"{e:.3g}" for e in aerr)
-            + f", balancedness ratio {bratio:.4g} vs predicted {bpred:.4g}. LoRA test MSE "
+            + f"; balancedness error (max over the grid) {bal[0]:.3g} at eta = "
+            f"{ATTENTION['balancedness_lr']}, {bal[1]:.3g} at eta / 2. LoRA test MSE "
             f"never/always/switch: {lt['never']:.4g}/{lt['always']:.4g}/{lt['switch']:.4g} "
-            f"(train {lt['never_train']:.2g}/{lt['always_train']:.2g}/{lt['switch_train']:.2g})."
+            f"(train {lt['never_train']:.2g}/{lt['always_train']:.2g}/{lt['switch_train']:.2g}, "
+            f"pretrained net {lt['start_train']:.3g}); nuclear/Frobenius of B1 A1 "
+            f"never/always/switch {lt['never_ratio']:.3f}/{lt['always_ratio']:.3f}/"
+            f"{lt['switch_ratio']:.3f}; balancedness error {lbal:.2e}."
         )
+    ctx.note("")
+    ctx.note(
+        "Range shrinking, x = u^p - v^p (u0 = v0 = 1, eta = 1e-3, alpha = 0.5): share of "
+        "coordinates with a factor at 0 (frozen in sign) by the switch / at the end, against "
+        "A_T (p = 1.5 collapses at A = 4/3); recovery error ||x - x*|| / ||x*||."
+    )
+    ctx.note("")
+    ctx.note("| seed | p | A_T | frozen by switch | frozen at end | residual | error |")
+    ctx.note("|---|---|---|---|---|---|---|")
+    for seed, log in logs.items():
+        for entry in log:
+            if entry[0] != "power":
+                continue
+            _, p, A_off, frozen, by_switch, resid, perr = entry
+            for i, a in enumerate(A_off):
+                ctx.note(
+                    f"| {seed} | {p:g} | {a:g} | {by_switch[i]:.2f} | {frozen[i]:.2f} | "
+                    f"{resid[i]:.1e} | {perr[i]:.3f} |"
+                )
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for seed, log in logs.items():
@@ -473,23 +716,18 @@ def _report(ctx: RunContext, cfg: Config, logs: dict[int, list[Any]]) -> None:
     A, xs = _sparse_instance(rng)
     t_end = cfg.sparse_switch[2]
     grid = np.unique(np.linspace(1, 1.5 * t_end, 30).astype(int))
-    med = [
-        float(
-            np.median(
-                sparse_gd(
-                    A,
-                    A @ xs,
-                    np.ones(p["d"]),
-                    np.zeros(p["d"]),
-                    p["lr"],
-                    p["alpha"],
-                    [t_end],
-                    int(k),
-                )[2]
-            )
-        )
-        for k in grid
-    ]
+    c_grid = sparse_gd(
+        A,
+        A @ xs,
+        np.ones(p["d"]),
+        np.zeros(p["d"]),
+        p["lr"],
+        p["alpha"],
+        [t_end],
+        int(grid[-1]),
+        record=grid,
+    )[3]
+    med = [float(np.median(c[0])) for c in c_grid]
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.plot(grid, med, "o", ms=3, label="measured median c (GD)")
     pred = c_gd(1.0, p["lr"], p["alpha"], np.minimum(grid, t_end))
@@ -500,3 +738,42 @@ def _report(ctx: RunContext, cfg: Config, logs: dict[int, list[Any]]) -> None:
     ax.set_title(f"Legendre parameter under weight decay, off at T = {t_end}")
     ax.legend(fontsize=8)
     ctx.save_figure(fig, "c_trajectory")
+
+    # range shrinking: dual-interval width over time, predicted vs measured (first seed)
+    q = POWER
+    runs = power_runs[seed]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (p, (A_off, _offs, tr, pred, _bs, _res)) in zip(axes, runs.items(), strict=True):
+        t = tr.steps * q["lr"]
+        for r, a in enumerate(A_off):
+            if a == 0 or a > q["claim_A_max"] + 0.5:
+                continue
+            width = dual_interval_width(tr.S[r], p)
+            (line,) = ax.plot(t, dual_interval_width(pred[r], p), "-", lw=1, label=f"A_T = {a:g}")
+            with np.errstate(all="ignore"):
+                alive = np.isfinite(width).any(axis=1)
+                wmed = np.where(
+                    alive, np.nanmedian(np.where(alive[:, None], width, 0), axis=1), np.nan
+                )
+            ax.plot(t[::5], wmed[::5], "o", ms=3, color=line.get_color())
+        if p < 2:
+            ax.axvline(collapse_time(2.0, p) / q["alpha"], ls=":", color="grey")
+        ax.set_xlabel("time t = eta k")
+        ax.set_ylabel("dual interval width S / (p |2 - p|)")
+        ax.set_title(f"p = {p:g}: lines predicted, dots measured (median)", fontsize=9)
+        ax.legend(fontsize=7)
+    ctx.save_figure(fig, "range_width")
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    p = 1.5
+    A_off = q["A_off"][p]
+    by_sw = np.array([runs_[p][4] for runs_ in power_runs.values()])
+    at_end = np.array([runs_[p][2].frozen.mean(axis=1) for runs_ in power_runs.values()])
+    ax.plot(A_off, by_sw.mean(axis=0), "o-", label="by the switch")
+    ax.plot(A_off, at_end.mean(axis=0), "s--", label=f"after {cfg.power_steps} steps")
+    ax.axvline(collapse_time(2.0, p), ls=":", color="grey", label="collapse A = 4/3")
+    ax.set_xlabel("A_T = eta alpha T (how long weight decay stays on)")
+    ax.set_ylabel("share of coordinates frozen (a factor at 0)")
+    ax.set_title("p = 1.5: coordinates frozen in sign (mean over seeds)")
+    ax.legend(fontsize=8)
+    ctx.save_figure(fig, "frozen_share")
