@@ -15,6 +15,7 @@ from icml25.pointwise_info import (
     aupr_error,
     aurc,
     auroc,
+    cc_sce,
     eaurc,
     ece,
     fpr_at_95tpr,
@@ -106,12 +107,31 @@ def test_sce_by_hand_and_its_variants():
     assert adaptive_sce(probs, y, n_bins=3) == pytest.approx(np.mean(np.abs(p_flat - hits)))
 
 
+def test_cc_sce_by_hand():
+    probs = np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.3, 0.7], [0.45, 0.55]])
+    y = np.array([0, 1, 1, 0, 1])
+    # predicted 0: rows 0, 1 (p_0 = 0.9 hit, 0.6 miss), both in bin (.5, 1]:
+    #   |0.75 - 0.5| = 0.25 with weight 2/2
+    # predicted 1: rows 2, 3, 4 (p_1 = 0.8 hit, 0.7 miss, 0.55 hit), all in bin (.5, 1]:
+    #   |0.6833 - 2/3| with weight 3/3
+    c0, c1 = 0.25, abs((0.8 + 0.7 + 0.55) / 3 - 2 / 3)
+    assert cc_sce(probs, y, n_bins=2) == pytest.approx((c0 + c1) / 2)
+    # with 10 bins the predicted-1 samples split: {0.55}: .45, {0.7}: .7, {0.8}: .2
+    c1_10 = (0.45 + 0.7 + 0.2) / 3
+    c0_10 = (0.1 + 0.6) / 2  # {0.6}: |0.6 - 0| and {0.9}: |0.9 - 1|
+    assert cc_sce(probs, y, n_bins=10) == pytest.approx((c0_10 + c1_10) / 2)
+    # a class never predicted does not enter the mean
+    three = np.c_[probs * 0.9, np.full(5, 0.1)]
+    assert np.isfinite(cc_sce(three, y, n_bins=2))
+
+
 def test_perfectly_calibrated_labels_give_small_errors():
     rng = np.random.default_rng(0)
     p1 = rng.random(200_000)
     y = (rng.random(len(p1)) < p1).astype(int)
     probs = np.c_[1 - p1, p1]
     assert sce(probs, y) < 0.005
+    assert cc_sce(probs, y) < 0.005
     assert ece(probs.max(1), probs.argmax(1) == y) < 0.005
 
 

@@ -22,6 +22,11 @@ Calibration compares a probability with the frequency of what it predicts:
   (Nixon et al., 2019): every class's probability column is binned, the gap between mean
   probability and frequency of that class is weighted by bin size, and classes are averaged;
   adaptive bins hold equal numbers of samples; RMS takes the root of the weighted squared gaps.
+- :func:`cc_sce` -- a class-conditional variant: the top-label calibration error computed
+  separately among the samples predicted as each class, averaged over the predicted classes
+  (our reading of the "CC-SCE" of Wongso et al.'s calibration table, which is not defined in
+  anything available to us; it follows the class-conditional top-label calibration of Gupta &
+  Ramdas, 2022).
 
 Every function validates its input and says which argument is wrong.
 
@@ -268,6 +273,30 @@ def rms_sce(probs: Any, y: Any, n_bins: int = 15) -> float:
     """Root-mean-square SCE: ``sqrt((1/K) sum_k sum_b (n_bk / n) (conf_bk - acc_bk)^2)``."""
     gaps = _classwise_gaps(probs, y, n_bins, adaptive=False)
     return float(math.sqrt(np.mean([np.sum(w * g**2) for w, g in gaps])))
+
+
+def cc_sce(probs: Any, y: Any, n_bins: int = 15) -> float:
+    """Class-conditional calibration error of the predicted class (our reading of CC-SCE).
+
+    For every class ``k`` predicted at least once, the samples predicted as ``k`` are binned by
+    ``p_k`` (equal-width bins) and ``sum_b (n_bk / n_k) |mean p_k - freq(y = k)|`` is taken;
+    the result is the mean over those classes. Unlike :func:`sce`, a class's term is not diluted
+    by the samples predicted as other classes, where ``p_k`` is small.
+    """
+    _check_bins(n_bins)
+    p = check_probabilities(probs)
+    n, k = p.shape
+    labels = check_labels(y, n, k)
+    pred = p.argmax(axis=1)
+    terms = []
+    for c in np.unique(pred):
+        sel = pred == c
+        col, hit = p[sel, c], (labels[sel] == c).astype(np.float64)
+        idx = _bin_index(col, n_bins)
+        # per bin n_bk |mean p_k - freq| = |sum p_k - sum hits|
+        gap = np.bincount(idx, col, n_bins) - np.bincount(idx, hit, n_bins)
+        terms.append(float(np.sum(np.abs(gap)) / sel.sum()))
+    return float(np.mean(terms))
 
 
 def failure_metrics(confidence: Any, correct: Any) -> dict[str, float]:

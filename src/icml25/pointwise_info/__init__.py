@@ -14,6 +14,7 @@ from icml25.core.metrics import (
     aupr_error,
     aurc,
     auroc,
+    cc_sce,
     eaurc,
     ece,
     failure_metrics,
@@ -57,6 +58,7 @@ __all__ = [
     "aupr_error",
     "aurc",
     "auroc",
+    "cc_sce",
     "critic_loss",
     "doctor",
     "eaurc",
@@ -86,6 +88,6 @@ register(
     summary="Post-hoc confidence from pointwise information: PVI (a separately trained model "
     "against a null model), PMI (a neural critic on features) and PSI (random slices) for "
     "failure prediction and calibration.",
-    quick_seconds=150,
+    quick_seconds=60,
     module="icml25.pointwise_info.reproduce",
 )

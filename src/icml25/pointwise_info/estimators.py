@@ -16,7 +16,7 @@ calibrates them, ``p_k = softmax_k(s_k(x))``. ``X`` may be a NumPy array or a te
   (the penultimate layer by default, see :class:`FeatureExtractor`) and the one-hot label, from
   a neural critic trained with one of three variational objectives.
 - :class:`PSI` -- pointwise sliced mutual information: the mean over random unit directions
-  ``theta`` of the PMI between ``theta^T x`` and ``k``, with per-class histogram densities.
+  ``theta`` of the PMI between ``theta^T x`` and ``k``, from per-class histograms (bin masses).
 
 References
 ----------
@@ -156,6 +156,7 @@ class _PointwiseScores:
     """``predict_proba`` and ``confidence`` from ``score_samples``."""
 
     n_classes_: int
+    SCALES = ("softmax", "raw")
 
     def score_samples(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -170,11 +171,23 @@ class _PointwiseScores:
         this is temperature scaling of the logits with ``T = ln 2``)."""
         return softmax(self.score_samples(X))
 
-    def confidence(self, X: Any, y_pred: Any) -> np.ndarray:
-        """The score of the predicted class ``y_pred`` (never the true label) per sample."""
+    def confidence(self, X: Any, y_pred: Any, *, scale: str = "softmax") -> np.ndarray:
+        """Confidence in the predicted class ``y_pred`` (never the true label) per sample.
+
+        ``scale="softmax"`` (default, as the authors' failure-prediction and
+        selective-prediction notebooks do): ``softmax_k(s_k(x))[y_pred]``, the probability
+        :meth:`predict_proba` gives the prediction. ``scale="raw"``: the score ``s_{y_pred}(x)``
+        in bits (a diagnostic). For PVI the raw score adds the per-class constant
+        ``-log2 g0(y_pred)`` of the null model, which shifts every sample predicted as a class
+        by the same amount, so the raw ranking mixes confidence with the prior of the predicted
+        class; in the softmax the offsets of all classes enter each sample's normalisation.
+        """
+        if scale not in self.SCALES:
+            raise ValueError(f"scale must be one of {self.SCALES}, got {scale!r}")
         s = self.score_samples(X)
         pred = check_labels(y_pred, len(s), s.shape[1], name="y_pred")
-        return s[np.arange(len(s)), pred]
+        rows = np.arange(len(s))
+        return s[rows, pred] if scale == "raw" else softmax(s)[rows, pred]
 
 
 def _features(extractor: Callable[[Any], Any] | None, X: Any) -> torch.Tensor:
@@ -238,6 +251,8 @@ class PVI(_PointwiseScores):
         self.null_patience, self.null_min_delta = null_patience, null_min_delta
         self.hidden, self.random_state, self.progress = hidden, random_state, progress
 
+    _null_shortcut = True  # forward one copy of the zero batch (tests compare with False)
+
     def _validate(self) -> None:
         if not (self.g_prime == "train" or isinstance(self.g_prime, nn.Module)):
             raise ValueError(
@@ -288,14 +303,29 @@ class PVI(_PointwiseScores):
         model.eval()
 
     def _train_null(self, model: nn.Module, zeros: torch.Tensor, y: torch.Tensor) -> None:
-        """Adam on zero inputs, one epoch at a time, with the official early stopping."""
+        """Adam on zero inputs, one epoch at a time, with the official early stopping.
+
+        Every sample of a batch of zeros has the same output (BatchNorm's batch statistics of
+        identical samples are those of one sample), so unless the model has dropout the loss of
+        a batch is the cross-entropy of that one output against the batch's labels: two zero
+        samples are forwarded instead of the whole batch. The loss as a function of the weights
+        is the same, so are its gradients (up to rounding); only the time changes.
+        """
         opt = torch.optim.Adam(model.parameters(), lr=self.lr)
         best, best_state, waited = math.inf, copy.deepcopy(model.state_dict()), 0
         self.null_losses_: list[float] = []
+        stochastic = any(isinstance(m, nn.modules.dropout._DropoutNd) for m in model.modules())
+
+        def one_output(m: nn.Module, xb: tuple[torch.Tensor, ...], yb: torch.Tensor) -> Any:
+            out = m(xb[0][:2])[:1]
+            return F.cross_entropy(out.expand(len(yb), -1), yb)
+
         for epoch in range(self.null_epochs):
             seed = self.random_state * 1000 + epoch
             cfg = TrainConfig(epochs=1, batch_size=self.batch_size, seed=seed)
-            loss = train(model, opt, zeros, y, cfg)[0]
+            shortcut = self._null_shortcut and not stochastic and len(zeros) >= 2
+            objective = one_output if shortcut else None
+            loss = train(model, opt, zeros, y, cfg, objective=objective)[0]
             self.null_losses_.append(loss)
             if self.progress is not None:
                 self.progress(f"PVI null model epoch {epoch + 1}: {loss:.4f}")
@@ -551,12 +581,14 @@ class PMI(_PointwiseScores):
 
 
 class PSI(_PointwiseScores):
-    """Pointwise sliced mutual information with per-class histogram densities, in bits.
+    """Pointwise sliced mutual information with per-class histograms, in bits.
 
     ``psi(x; k) = mean_theta [log2 p(theta^T x | k) - log2 sum_j pi_j p(theta^T x | j)]`` over
-    ``n_slices`` directions drawn uniformly on the unit sphere. Each class's density along a
-    slice is a histogram with ``n_bins`` equal bins over that class's own range (zero outside);
-    densities and the mixture are floored at ``floor`` before the log.
+    ``n_slices`` directions drawn uniformly on the unit sphere. As in the authors' code, each
+    class's ``p(t | k)`` along a slice is the *mass* of the histogram bin ``t`` falls in
+    (count / n_k, not divided by the bin width), with ``n_bins`` equal bins over that class's
+    own range; a projection outside the range is counted in the nearest edge bin. Masses and
+    the mixture are floored at ``floor`` before the log.
 
     Parameters
     ----------
@@ -597,18 +629,17 @@ class PSI(_PointwiseScores):
         theta /= np.linalg.norm(theta, axis=1, keepdims=True)
         proj = feats @ theta.T  # (n, S)
         edges = np.empty((self.n_slices, k, self.n_bins + 1))
-        density = np.empty((self.n_slices, k, self.n_bins))
+        mass = np.empty((self.n_slices, k, self.n_bins))
         for s in range(self.n_slices):
             for c in range(k):
-                density[s, c], edges[s, c] = np.histogram(
-                    proj[labels == c, s], bins=self.n_bins, density=True
-                )
-        self.thetas_, self.edges_, self.densities_ = theta, edges, density
+                count, edges[s, c] = np.histogram(proj[labels == c, s], bins=self.n_bins)
+                mass[s, c] = count / counts[c]
+        self.thetas_, self.edges_, self.masses_ = theta, edges, mass
         self.priors_, self.n_classes_ = counts / counts.sum(), k
         return self
 
-    def slice_densities(self, X: Any) -> np.ndarray:
-        """``(n, S, K)`` class-conditional densities of every sample along every slice."""
+    def slice_masses(self, X: Any) -> np.ndarray:
+        """``(n, S, K)``: per slice and class, the mass of the bin each sample falls in."""
         self._fitted()
         feats = _features(self.feature_extractor, X).double().numpy()
         if feats.ndim != 2 or feats.shape[1] != self.thetas_.shape[1]:
@@ -621,15 +652,14 @@ class PSI(_PointwiseScores):
         for s in range(self.n_slices):
             for c in range(self.n_classes_):
                 e = self.edges_[s, c]
-                i = np.searchsorted(e, proj[:, s], side="right") - 1
-                i[proj[:, s] == e[-1]] = self.n_bins - 1  # the last bin is closed
-                inside = (i >= 0) & (i < self.n_bins)
-                out[inside, s, c] = self.densities_[s, c, i[inside]]
+                # bins [e_i, e_{i+1}), the last closed; outside the range: the edge bins
+                i = np.clip(np.searchsorted(e, proj[:, s], side="right") - 1, 0, self.n_bins - 1)
+                out[:, s, c] = self.masses_[s, c, i]
         return out
 
     def score_samples(self, X: Any) -> np.ndarray:
         """``(n, K)`` PSI in bits for every candidate class."""
-        p = self.slice_densities(X)
+        p = self.slice_masses(X)
         mix = p @ self.priors_  # (n, S)
         pmi = np.log2(np.maximum(p, self.floor)) - np.log2(np.maximum(mix, self.floor))[..., None]
         return pmi.mean(axis=1)
