@@ -279,3 +279,31 @@ def test_backslash_needs_parameters_and_an_lr():
     bs = BackSlash(nn.Linear(3, 3), lam=1.0)
     with pytest.raises(ValueError, match="lr="):
         bs.step()
+
+
+def test_every_bit_flip_and_truncation_of_a_file_is_refused(tmp_path):
+    """Format 2's CRCs: flipping any one bit, or cutting the file anywhere, gives a clear
+    ValueError naming the file, never a different model (the old format decoded some flips)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2))
+    path = tmp_path / "m.bs"
+    save_compressed(net, path, 0.05)
+    good = path.read_bytes()
+    bad = tmp_path / "bad.bs"
+    for bit in range(8 * len(good)):
+        flipped = bytearray(good)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        bad.write_bytes(bytes(flipped))
+        with pytest.raises(ValueError, match=r"bad\.bs"):
+            load_compressed(bad, nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)))
+    for cut in range(len(good)):
+        bad.write_bytes(good[:cut])
+        with pytest.raises(ValueError, match=r"bad\.bs"):
+            load_compressed(bad, nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)))
+    bad.write_bytes(good + b"\0")
+    with pytest.raises(ValueError, match="trailing"):
+        load_compressed(bad, nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2)))
+    old = tmp_path / "old.bs"
+    old.write_bytes(b"ICML25BS" + good[8:])
+    with pytest.raises(ValueError, match="format-1"):
+        load_compressed(old, net)

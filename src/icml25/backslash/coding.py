@@ -12,12 +12,16 @@ vectorised, the stream is cut into blocks of ``block`` codewords, and the bit of
 block is stored (64 bits per block, counted in the size). The decoder then reads codeword
 ``j`` of all blocks at once. Nothing in either direction is a Python loop per weight.
 
-File layout (``save_compressed``):
-- the magic bytes ``ICML25BS``;
-- a little-endian ``uint32`` header length and a JSON header (delta, block, tensor names,
-  shapes, dtypes);
-- the block offsets (``uint64``) and the packed bitstream;
-- the uncoded tensors (biases, norms, buffers) as raw bytes.
+File layout (``save_compressed``, format 2):
+- the magic bytes ``ICML25B2``;
+- a little-endian ``uint32`` header length, the header's CRC32 (``uint32``), and a JSON header
+  (delta, block, tensor names, shapes, dtypes, the body's length and one CRC32 per
+  ``CHUNK`` bytes of the body);
+- the body: the block offsets (``uint64``), the packed bitstream, and the uncoded tensors
+  (biases, norms, buffers) as raw bytes.
+
+``load_compressed`` checks the header's CRC, the body's length (truncation) and every chunk's
+CRC before decoding, and names the file and the failing part; a flipped bit anywhere is caught.
 
 ``load_compressed`` restores a model whose coded weights equal ``dequantize(quantize(w))``
 exactly.
@@ -29,6 +33,7 @@ import io
 import json
 import math
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,8 +43,13 @@ import torch
 from torch import nn
 
 from icml25.backslash.rate import default_rate_params
+from icml25.core import validate as V
 
-MAGIC = b"ICML25BS"
+MAGIC = b"ICML25B2"
+OLD_MAGIC = b"ICML25BS"
+"""Format 1 (no checksums), refused with a clear error."""
+CHUNK = 1 << 20
+"""Bytes of the body covered by one CRC32."""
 MAX_Q = 2**30
 """Quantised magnitudes must stay below this (codewords of at most 63 bits)."""
 
@@ -75,21 +85,43 @@ def dequantize(q: np.ndarray, delta: float) -> np.ndarray:
     return (np.asarray(q, dtype=np.float64) * _check_delta(delta)).astype(np.float32)
 
 
+def _integers(name: str, x: Any, signed: bool = False) -> np.ndarray:
+    """``x`` as int64 (``signed``) or uint64 codes: integral values only, and for unsigned
+    codes none negative or at or above ``2^62`` (no codeword of the format is longer)."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "u":
+        ok = True
+    elif arr.dtype.kind in "ib":
+        ok = signed or not (arr < 0).any()
+    elif arr.dtype.kind == "f":
+        ok = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+        ok = ok and (signed or not (arr < 0).any())
+    else:
+        ok = False
+    kind = "integers" if signed else "integers >= 0"
+    if not ok:
+        raise ValueError(f"{name} must hold {kind}, got dtype {arr.dtype} {arr.ravel()[:5]}")
+    out = arr.astype(np.int64 if signed else np.uint64)
+    if not signed and out.size and int(out.max()) >= 2**62:
+        raise ValueError(f"{name} must hold codes below 2^62, got {int(out.max())}")
+    return out
+
+
 def zigzag(q: np.ndarray) -> np.ndarray:
     """Signed to unsigned: ``q > 0 -> 2q - 1``, ``q <= 0 -> -2q`` (0, 1, -1, 2 -> 0, 1, 2, 3)."""
-    q = np.asarray(q, dtype=np.int64)
+    q = _integers("q", q, signed=True)
     return (2 * np.abs(q) - (q > 0)).astype(np.uint64)
 
 
 def unzigzag(u: np.ndarray) -> np.ndarray:
     """Inverse of :func:`zigzag`."""
-    u = np.asarray(u, dtype=np.uint64).astype(np.int64)
+    u = _integers("u", u).astype(np.int64)
     return np.where(u % 2 == 1, (u + 1) // 2, -(u // 2))
 
 
 def eg_lengths(u: np.ndarray) -> np.ndarray:
     """Order-0 Exp-Golomb code lengths ``2 floor(log2(u + 1)) + 1`` (exact for ``u < 2^52``)."""
-    _, exp = np.frexp(np.asarray(u, dtype=np.float64) + 1.0)
+    _, exp = np.frexp(_integers("u", u).astype(np.float64) + 1.0)
     return (2 * (exp.astype(np.int64) - 1) + 1).astype(np.int64)
 
 
@@ -104,9 +136,9 @@ def _block_size(n: int) -> int:
 
 def eg_encode(u: np.ndarray, block: int | None = None) -> tuple[bytes, np.ndarray, int, int]:
     """Encode unsigned integers. Returns ``(stream, block_offsets, total_bits, block)``."""
-    u = np.asarray(u, dtype=np.uint64).ravel()
+    u = _integers("u", u).ravel()
     n = len(u)
-    block = block or _block_size(n)
+    block = _block_size(n) if block is None else V.integer("block", block, low=1)
     lengths = eg_lengths(u)
     ends = np.cumsum(lengths)
     starts = ends - lengths
@@ -229,6 +261,8 @@ def save_compressed(
     """Write ``model``'s state to ``path``: the weights named in ``coded`` (default: every
     Linear/Embedding weight) quantised with ``delta`` and Exp-Golomb coded, the rest raw."""
     delta = _check_delta(delta)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     state = model.state_dict()
     names = _coded_names(model, coded)
     qs = [quantize(state[n], delta).ravel() for n in names]
@@ -247,8 +281,9 @@ def save_compressed(
         )
         raw_parts.append(buf)
         at += len(buf)
+    body = offsets.astype("<u8").tobytes() + stream + b"".join(raw_parts)
     header = {
-        "version": 1,
+        "version": 2,
         "delta": delta,
         "block": block,
         "count": len(q),
@@ -258,16 +293,16 @@ def save_compressed(
         ],
         "raw": raw_meta,
         "stream_bytes": len(stream),
+        "body_bytes": len(body),
+        "chunk": CHUNK,
+        "crc32": [zlib.crc32(body[i : i + CHUNK]) for i in range(0, len(body), CHUNK)],
     }
     head = json.dumps(header).encode()
     out = io.BytesIO()
     out.write(MAGIC)
-    out.write(struct.pack("<I", len(head)))
+    out.write(struct.pack("<II", len(head), zlib.crc32(head)))
     out.write(head)
-    out.write(offsets.astype("<u8").tobytes())
-    out.write(stream)
-    for part in raw_parts:
-        out.write(part)
+    out.write(body)
     Path(path).write_bytes(out.getvalue())
     return CompressionStats(
         coded_params=len(q),
@@ -278,14 +313,49 @@ def save_compressed(
     )
 
 
-def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
-    """Decode ``path`` into ``model`` (in place); the names and shapes must match."""
-    raw = Path(path).read_bytes()
+def _read_checked(raw: bytes, path: str | Path) -> tuple[dict[str, Any], int]:
+    """The header of a format-2 file and where its body starts, after checking the magic
+    bytes, the header's CRC, the body's length and every body chunk's CRC."""
+    if raw[:8] == OLD_MAGIC:
+        raise ValueError(
+            f"{path} is a format-1 BackSlash file (no checksums, written by an older icml25): "
+            "save the model again with save_compressed"
+        )
     if raw[:8] != MAGIC:
         raise ValueError(f"{path} is not an icml25 BackSlash file (bad magic bytes)")
-    (hlen,) = struct.unpack("<I", raw[8:12])
-    header = json.loads(raw[12 : 12 + hlen])
-    at = 12 + hlen
+    if len(raw) < 16:
+        raise ValueError(f"{path} is truncated: {len(raw)} bytes, shorter than the preamble")
+    hlen, head_crc = struct.unpack("<II", raw[8:16])
+    if 16 + hlen > len(raw):
+        raise ValueError(f"{path} is truncated: the header needs {hlen} bytes, the file ends first")
+    head = raw[16 : 16 + hlen]
+    if zlib.crc32(head) != head_crc:
+        raise ValueError(f"{path} is corrupt: the header fails its CRC32 check")
+    header = json.loads(head)
+    body = raw[16 + hlen :]
+    if len(body) != header["body_bytes"]:
+        what = "truncated" if len(body) < header["body_bytes"] else "corrupt (trailing bytes)"
+        raise ValueError(
+            f"{path} is {what}: the body has {len(body)} bytes, its header says "
+            f"{header['body_bytes']}"
+        )
+    chunk = int(header["chunk"])
+    for k, crc in enumerate(header["crc32"]):
+        if zlib.crc32(body[k * chunk : (k + 1) * chunk]) != crc:
+            end = min((k + 1) * chunk, len(body))
+            raise ValueError(
+                f"{path} is corrupt: body chunk {k} (bytes {k * chunk}..{end} after the header) "
+                "fails its CRC32 check"
+            )
+    return header, 16 + hlen
+
+
+def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
+    """Decode ``path`` into ``model`` (in place); the names and shapes must match."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    raw = Path(path).read_bytes()
+    header, at = _read_checked(raw, path)
     count, block = int(header["count"]), int(header["block"])
     nblocks = -(-count // block) if count else 0
     offsets = np.frombuffer(raw[at : at + 8 * nblocks], dtype="<u8").astype(np.uint64)
