@@ -149,13 +149,13 @@ def test_bad_arguments_say_what_is_wrong():
         client_step(prior, NatGaussian.flat(1), client.model, damping=0.0)
     with pytest.raises(ValueError, match="method must be"):
         LocalOptimizer(method="sgd")
-    with pytest.raises(ValueError, match="model has 1 parameters, the cavity 2"):
+    with pytest.raises(ValueError, match="parameter dimension is 1, the Gaussian's dimension 2"):
         local_posterior(NatGaussian.from_moments([0.0, 0.0], [1.0, 1.0]), client.model)
     with pytest.raises(ValueError, match="no conjugate update"):
         local_posterior(prior, client.model, NLL(), AlphaRenyi(2.0), conjugate=True)
     with pytest.raises(ValueError, match="sigma2 must be a positive number"):
         GaussianLocation(XS[0], sigma2=0.0)
-    with pytest.raises(ValueError, match="alpha must be positive and not 1"):
+    with pytest.raises(ValueError, match="alpha must be > 0 and not 1"):
         AlphaRenyi(1.0)
 
 

@@ -115,5 +115,5 @@ def test_alpha_renyi_outside_its_domain_is_inf_with_finite_gradient():
     assert torch.isinf(value)
     value.backward()
     assert torch.all(torch.isfinite(vq.grad))
-    with pytest.raises(ValueError, match="alpha must be positive and not 1"):
+    with pytest.raises(ValueError, match="alpha must be > 0 and not 1"):
         alpha_renyi([0.0], [1.0], [0.0], [1.0], 1.0)

@@ -137,10 +137,10 @@ def test_adaptive_lambda_is_the_codes_rule():
         (lambda: fedclup(_clients(), -1.0), "lam must be"),
         (lambda: fedclup(_clients(), float("nan")), "lam must be"),
         (lambda: fedclup([], 1.0), "at least one client"),
-        (lambda: fedclup(_clients(), 1.0, rounds=0), "positive integers"),
+        (lambda: fedclup(_clients(), 1.0, rounds=0), "rounds must be an integer >= 1"),
         (lambda: fedclup([*_clients(d=3), *_clients(d=4)], 1.0), "one model dimension"),
-        (lambda: LeastSquares(np.zeros((0, 3)), np.zeros(0)), "non-empty"),
-        (lambda: LeastSquares(np.zeros((4, 3)), np.zeros(5)), "same length"),
+        (lambda: LeastSquares(np.zeros((0, 3)), np.zeros(0)), "at least 1 rows"),
+        (lambda: LeastSquares(np.zeros((4, 3)), np.zeros(5)), "one entry per row of X"),
         (lambda: SoftmaxRegression(np.zeros((2, 3)), [0, 5], 3), r"labels must be in \[0, 3\)"),
     ],
 )

@@ -34,6 +34,8 @@ from scipy.optimize import brentq
 from scipy.special import gammaln
 from torch import nn
 
+from icml25.core import validate as V
+
 NU_TABLE = (0.1, 3.0)
 """The range in which the shape is searched (the paper's table)."""
 
@@ -41,6 +43,8 @@ NU_TABLE = (0.1, 3.0)
 def gg_rho(nu: float | np.ndarray) -> float | np.ndarray:
     """``Gamma(1/nu) Gamma(3/nu) / Gamma(2/nu)^2`` (``pi/2`` at 2, 2 at 1, 3 at 0.5...)."""
     nu = np.asarray(nu, dtype=np.float64)
+    if not (np.all(np.isfinite(nu)) and np.all(nu > 0)):
+        raise ValueError(f"nu must be finite and > 0, got {nu}")
     out = np.exp(gammaln(1 / nu) + gammaln(3 / nu) - 2 * gammaln(2 / nu))
     return float(out) if out.ndim == 0 else out
 
@@ -167,6 +171,8 @@ def prox_power(theta: torch.Tensor, t: float, nu: float) -> torch.Tensor:
 
 def default_rate_params(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
     """``(name, parameter)`` of the weights of every ``nn.Linear`` and ``nn.Embedding``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     out = []
     for mod_name, mod in model.named_modules():
         if isinstance(mod, (nn.Linear, nn.Embedding)):
@@ -250,6 +256,8 @@ class BackSlash:
     @torch.no_grad()
     def step(self, optimizer: torch.optim.Optimizer | None = None, lr: float | None = None) -> None:
         """The proximal rate step. The step size is ``lr``, or each parameter group's ``lr``."""
+        if lr is not None:
+            lr = V.number("lr", lr, low=0.0)
         if self.nu == "auto" and self.steps % self.nu_every == 0:
             self.nu_ = self._estimate()
         self.steps += 1
@@ -265,6 +273,8 @@ class BackSlash:
             eta = lr if lr is not None else group_lr.get(id(p))
             if eta is None:
                 raise ValueError("pass lr= or the optimizer that holds the parameters")
+            if not (math.isfinite(eta) and eta >= 0):
+                raise ValueError(f"the optimizer's lr must be a finite number >= 0, got {eta!r}")
             p.copy_(prox_power(p, eta * scale, self.nu_))
 
     def attach(self, optimizer: torch.optim.Optimizer) -> BackSlash:

@@ -33,12 +33,23 @@ import torch
 Tensor = torch.Tensor
 
 
+def _check_sizes(length: int, group_size: int, window: int) -> None:
+    if not (isinstance(length, int) and length >= 0):
+        raise ValueError(f"length must be an integer >= 0, got {length!r}")
+    if not (isinstance(group_size, int) and group_size >= 1):
+        raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
+    if not (isinstance(window, int) and window >= 0):
+        raise ValueError(f"window must be an integer >= 0, got {window!r}")
+
+
 def _check(q: Tensor, k: Tensor, v: Tensor, group_size: int, window: int) -> None:
     if not (isinstance(group_size, int) and group_size >= 1):
         raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
     if not (isinstance(window, int) and window >= 0):
         raise ValueError(f"window must be an integer >= 0, got {window!r}")
     for name, t in (("query", q), ("key", k), ("value", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.ndim != 4:
             raise ValueError(f"{name} must be (B, H, L, D), got shape {tuple(t.shape)}")
     if k.shape[:3] != v.shape[:3]:
@@ -62,6 +73,7 @@ def expand_kv(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
 
 def visible_groups(length: int, group_size: int, window: int) -> Tensor:
     """``J(t)`` for every query position: how many core tokens it sees."""
+    _check_sizes(length, group_size, window)
     t = torch.arange(length)
     return torch.clamp(torch.div(t + 1 - window, group_size, rounding_mode="floor"), min=0)
 
@@ -70,6 +82,10 @@ def core_tokens(
     q: Tensor, k: Tensor, v: Tensor, group_size: int, scale: float, pool: str = "attention"
 ) -> tuple[Tensor, Tensor]:
     """Core keys and values ``(B, H, m, D)`` of the complete groups."""
+    _check_sizes(0, group_size, 0)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.ndim != 4:
+            raise ValueError(f"{name} must be a (B, H, L, D) tensor, got {getattr(t, 'shape', t)}")
     B, H, L, D = k.shape
     m = L // group_size
     kg = k[:, :, : m * group_size].reshape(B, H, m, group_size, D)
@@ -179,6 +195,7 @@ def dense_cca_attention(
 def reach(length: int, group_size: int, window: int) -> Tensor:
     """``(L, L)`` counts: how many times query ``t`` reaches position ``t'`` (raw or inside a
     visible core token). The rules give exactly 1 for every ``t' <= t`` and 0 after."""
+    _check_sizes(length, group_size, window)
     J = visible_groups(length, group_size, window)
     t = torch.arange(length)
     raw = (t[None, :] <= t[:, None]) & (t[None, :] >= group_size * J[:, None])

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml25.cca_attention.attention import cca_attention
+from icml25.core import validate as V
 
 ATTENTIONS = ("full", "local", "sink", "cca", "cca_mean")
 SINKS = 4
@@ -58,11 +59,18 @@ class CausalSelfAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(B, L, E))
 
 
+_INT_TYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
 class TinyLM(nn.Module):
     def __init__(
         self, vocab: int, dim: int = 64, heads: int = 4, layers: int = 2, max_len: int = 512
     ) -> None:
         super().__init__()
+        for name, value in (("vocab", vocab), ("dim", dim), ("heads", heads), ("layers", layers)):
+            V.integer(name, value, low=1)
+        V.integer("max_len", max_len, low=1)
+        self.vocab, self.max_len = vocab, max_len
         self.embed = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(max_len, dim)
         self.attn = nn.ModuleList(CausalSelfAttention(dim, heads) for _ in range(layers))
@@ -78,12 +86,24 @@ class TinyLM(nn.Module):
     def set_attention(self, kind: str, group_size: int = 8, window: int = 32) -> TinyLM:
         if kind not in ATTENTIONS:
             raise ValueError(f"attention must be one of {ATTENTIONS}, got {kind!r}")
+        V.integer("group_size", group_size, low=1)
+        V.integer("window", window, low=0)
         for a in self.attn:
             assert isinstance(a, CausalSelfAttention)
             a.kind, a.group_size, a.window = kind, group_size, window
         return self
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype not in _INT_TYPES:
+            got = f"{ids.dtype} {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else ids
+            raise ValueError(f"ids must be a (batch, length) integer tensor, got {got}")
+        if ids.shape[1] > self.max_len:
+            raise ValueError(f"ids has {ids.shape[1]} positions, above max_len = {self.max_len}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab):
+            raise ValueError(
+                f"token ids must lie in [0, vocab = {self.vocab}), "
+                f"got {int(ids.min())}..{int(ids.max())}"
+            )
         x = self.embed(ids) + self.pos(torch.arange(ids.shape[1]))
         for attn, n1, n2, mlp in zip(self.attn, self.norm1, self.norm2, self.mlp, strict=True):
             x = x + attn(n1(x))

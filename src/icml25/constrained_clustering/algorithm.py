@@ -44,6 +44,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
+from icml25.core.validate import finite_array, number
+
 Method = Literal["signed", "cc"]
 Solver = Literal["auto", "dense", "sparse"]
 Preconditioner = Literal["auto", "jacobi", "factor"]
@@ -114,14 +116,24 @@ def as_graph(W: Any, name: str, n: int | None = None) -> sp.csr_matrix:
     return M
 
 
-def laplacian(W: sp.spmatrix) -> sp.csr_matrix:
+def vertex_vector(x: Any, n: int, name: str = "x") -> np.ndarray:
+    """A finite vector with one entry per vertex."""
+    x = finite_array(name, x, ndim=1)
+    if len(x) != n:
+        raise ValueError(f"{name} must have one entry per vertex ({n}), got {len(x)}")
+    return x
+
+
+def laplacian(W: Any) -> sp.csr_matrix:
     """Combinatorial Laplacian :math:`L = D - A`."""
+    W = as_graph(W, "W")
     d = np.asarray(W.sum(axis=1)).ravel()
     return sp.csr_matrix(sp.diags(d) - W)
 
 
-def signed_laplacian(W: sp.spmatrix) -> sp.csr_matrix:
+def signed_laplacian(W: Any) -> sp.csr_matrix:
     """Signed Laplacian of a graph whose edges are all negative: :math:`J = D + A`."""
+    W = as_graph(W, "W")
     d = np.asarray(W.sum(axis=1)).ravel()
     return sp.csr_matrix(sp.diags(d) + W)
 
@@ -132,10 +144,22 @@ def _labels_from_mask(mask: np.ndarray) -> np.ndarray:
     return (mask != mask[0]).astype(np.int64)
 
 
+def two_way_labels(labels: Any, n: int) -> np.ndarray:
+    """``labels`` as a 0/1 float vector of length ``n``; anything but two clusters (0/1 or
+    boolean) is refused, since a 2-way cut of 3 labels would silently merge two of them."""
+    arr = np.asarray(labels)
+    if arr.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {arr.shape}")
+    if arr.dtype != bool and not np.isin(arr, (0, 1)).all():
+        found = np.unique(arr)[:5].tolist()
+        raise ValueError(f"labels must be 0/1 or boolean (a 2-way cut), got values {found}")
+    return arr.astype(bool).astype(np.float64)
+
+
 def cut_weight(W: Any, labels: Any) -> float:
     """Total weight of the edges whose endpoints have different labels (0/1 or boolean)."""
     A = W if sp.issparse(W) else sp.csr_matrix(np.asarray(W, dtype=np.float64))
-    x = np.asarray(labels).astype(bool).astype(np.float64)
+    x = two_way_labels(labels, A.shape[0])
     return float(x @ (A @ (1.0 - x)))
 
 
@@ -146,9 +170,7 @@ def cut_ratio(G: Any, H: Any, labels: Any) -> float:
     """
     Gm = as_graph(G, "G")
     Hm = as_graph(H, "H", Gm.shape[0])
-    labels = np.asarray(labels)
-    if labels.shape != (Gm.shape[0],):
-        raise ValueError(f"labels must have shape ({Gm.shape[0]},), got {labels.shape}")
+    labels = two_way_labels(labels, Gm.shape[0])
     cg, ch = cut_weight(Gm, labels), cut_weight(Hm, labels)
     return cg / ch if ch > 0 else float("inf")
 
@@ -173,6 +195,9 @@ def sweep_cuts(W: sp.spmatrix, order: np.ndarray) -> np.ndarray:
 
 def sweep(G: sp.spmatrix, H: sp.spmatrix, x: np.ndarray) -> tuple[np.ndarray, float]:
     """Best prefix of the vertices sorted by ``x``: returns (boolean mask of S, its cut ratio)."""
+    G = as_graph(G, "G")
+    H = as_graph(H, "H", G.shape[0])
+    x = vertex_vector(x, G.shape[0])
     order = np.argsort(x, kind="stable")
     cg, ch = sweep_cuts(G, order), sweep_cuts(H, order)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -210,6 +235,9 @@ def signed_eigenpair(
     and :math:`x = D^{-1/2} z`. Eigenvalues lie in [0, 2]. Needs every vertex to have an edge
     in G or H.
     """
+    tol = number("tol", tol, low=0.0)
+    G = as_graph(G, "G")
+    H = as_graph(H, "H", G.shape[0])
     d = np.asarray(G.sum(axis=1)).ravel() + np.asarray(H.sum(axis=1)).ravel()
     if np.any(d <= 0):
         raise ValueError("every vertex needs an edge in G or H for the signed Laplacian")
@@ -321,6 +349,10 @@ def cc_eigenpair(
         raise ValueError(
             f"preconditioner must be 'auto', 'jacobi' or 'factor', got {preconditioner!r}"
         )
+    tol = number("tol", tol, low=0.0)
+    ridge = number("ridge", ridge, low=0.0, low_open=True)
+    G = as_graph(G, "G")
+    H = as_graph(H, "H", G.shape[0])
     n = G.shape[0]
     LG, LH = laplacian(G), laplacian(H)
     if _use_dense(solver, n):
@@ -428,6 +460,7 @@ def constrained_cut(
         raise ValueError(f"method must be 'signed' or 'cc', got {method!r}")
     if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge > 0):
         raise ValueError(f"ridge must be a positive finite number, got {ridge!r}")
+    tol = number("tol", tol, low=0.0)
     _use_dense(solver, 2)  # validates the name
     Gm = as_graph(G, "G")
     n = Gm.shape[0]

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from icml25.constrained_clustering.algorithm import as_graph, laplacian
+from icml25.constrained_clustering.algorithm import as_graph, laplacian, vertex_vector
+from icml25.core.validate import number
 
 BRUTE_FORCE_MAX_N = 22
 
@@ -97,12 +98,22 @@ def conductance(G: Any) -> float:
 def generalized_cheeger_bound(eigenvalue: float, conductance_g: float) -> float:
     r"""The Cheeger-type upper bound :math:`\Phi_{G,H} \le 8\lambda(L_G, L_H)/\phi(G)` of
     Koutis, Miller & Peng (2014), met by the sweep over the generalized eigenvector."""
+    eigenvalue = number("eigenvalue", eigenvalue, low=0.0)
+    conductance_g = number("conductance_g", conductance_g, low=0.0, low_open=True)
     return 8.0 * eigenvalue / conductance_g
 
 
 def signed_bipartiteness(G: sp.spmatrix, H: sp.spmatrix, y: np.ndarray) -> float:
     r""":math:`\beta(y)` for :math:`y \in \{-1, 0, 1\}^n` (``inf`` for y = 0)."""
-    y = np.asarray(y, dtype=np.float64)
+    G = as_graph(G, "G")
+    H = as_graph(H, "H", G.shape[0])
+    y = vertex_vector(y, G.shape[0], "y")
+    if not np.isin(y, (-1.0, 0.0, 1.0)).all():
+        raise ValueError("y must take values in {-1, 0, 1}")
+    return _bipartiteness(G, H, y)
+
+
+def _bipartiteness(G: sp.csr_matrix, H: sp.csr_matrix, y: np.ndarray) -> float:
     Cg, Ch = sp.triu(G, k=1).tocoo(), sp.triu(H, k=1).tocoo()
     num = float(np.sum(Cg.data * np.abs(y[Cg.row] - y[Cg.col])))
     num += float(np.sum(Ch.data * np.abs(y[Ch.row] + y[Ch.col])))
@@ -119,13 +130,15 @@ def signed_threshold_sweep(
     For the eigenvector of the smallest signed eigenvalue this attains
     ``beta <= sqrt(2 * lambda_1)`` (the constructive half of the Cheeger-type inequality).
     """
-    x = np.asarray(x, dtype=np.float64)
+    G = as_graph(G, "G")
+    H = as_graph(H, "H", G.shape[0])
+    x = vertex_vector(x, G.shape[0])
     best_y, best = np.zeros_like(x), np.inf
     for t in np.unique(x**2):
         if t <= 0:
             continue
         y = np.sign(x) * (x**2 >= t)
-        b = signed_bipartiteness(G, H, y)
+        b = _bipartiteness(G, H, y)
         if b < best:
             best_y, best = y, b
     return best_y, best

@@ -31,6 +31,8 @@ from typing import Any, Protocol
 
 import torch
 
+from icml25.core import validate as V
+
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "smollm2-135m-instruct"
 
@@ -132,6 +134,14 @@ def tiny_llama(
     """A randomly initialised ``LlamaForCausalLM`` (SmolLM2's architecture, tiny) and a
     character-level tokenizer with a ChatML template: for tests, no download, no wheel.
     ``kv_heads`` below ``heads`` gives grouped-query attention, as in SmolLM2."""
+    for name, value in (("layers", layers), ("hidden", hidden), ("heads", heads)):
+        V.integer(name, value, low=1)
+    if hidden % heads:
+        raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
+    if kv_heads is not None and (
+        V.integer("kv_heads", kv_heads, low=1) > heads or heads % kv_heads
+    ):
+        raise ValueError(f"kv_heads must divide heads ({heads}), got {kv_heads}")
     require_transformers()
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -193,7 +203,17 @@ class HFLanguageModel:
     """A Hugging Face causal LM and its tokenizer, for generation, scoring and hooks."""
 
     def __init__(self, model: Any, tokenizer: Any, system: str | None = None) -> None:
-        self.model, self.tokenizer, self.system = model.eval(), tokenizer, system
+        if not isinstance(model, torch.nn.Module) or not hasattr(model, "generate"):
+            raise TypeError(
+                f"model must be a Hugging Face causal LM (a torch.nn.Module with generate), got "
+                f"{type(model).__name__}"
+            )
+        if not callable(tokenizer) or not hasattr(tokenizer, "decode"):
+            raise TypeError(
+                f"tokenizer must be a Hugging Face tokenizer, got {type(tokenizer).__name__}"
+            )
+        self.model: Any = model.eval()
+        self.tokenizer, self.system = tokenizer, system
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
@@ -284,6 +304,7 @@ class OpenAICompatibleLM:
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        timeout = V.positive("timeout", timeout)
         self.base_url, self.model = base_url.rstrip("/"), model
         self.api_key, self.timeout = api_key, timeout
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml25.core import validate as V
 from icml25.fedgvi.gaussian import NatGaussian, alpha_renyi, kl, reverse_kl, weighted_kl
 from icml25.fedgvi.losses import NLL, IMQScoreMatching
 from icml25.fedgvi.models import GaussianLocation
@@ -58,8 +59,7 @@ class WeightedKL:
     w: float = 2.0
 
     def __post_init__(self) -> None:
-        if not self.w > 0:
-            raise ValueError(f"w must be positive, got {self.w}")
+        V.positive("w", self.w)
 
     def __call__(self, mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> Tensor:
         return weighted_kl(mq, vq, mp, vp, self.w)
@@ -70,8 +70,8 @@ class AlphaRenyi:
     alpha: float = 2.5
 
     def __post_init__(self) -> None:
-        if not (self.alpha > 0 and self.alpha != 1):
-            raise ValueError(f"alpha must be positive and not 1, got {self.alpha}")
+        if V.positive("alpha", self.alpha) == 1:
+            raise ValueError("alpha must be > 0 and not 1 (alpha = 1 is KL: use KL()), got 1")
 
     def __call__(self, mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> Tensor:
         return alpha_renyi(mq, vq, mp, vp, self.alpha)
@@ -110,8 +110,7 @@ class LocalOptimizer:
         for name in ("steps", "samples", "lbfgs_iter"):
             if not (isinstance(getattr(self, name), int) and getattr(self, name) > 0):
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
+        V.positive("lr", self.lr)
         if self.batch_size is not None and not (
             isinstance(self.batch_size, int) and self.batch_size > 0
         ):
@@ -290,8 +289,24 @@ def _draw(samples: int, d: int, generator: torch.Generator | None) -> Tensor:
 
 
 # --- client ------------------------------------------------------------------------------
+def check_model(model: Any, dim: int | None = None) -> Any:
+    """``model`` if it is a FedGVI data model (``log_lik``, ``dim``, ``n``, ``take``) whose
+    parameter dimension is ``dim``."""
+    if not all(hasattr(model, a) for a in ("log_lik", "dim", "n", "take")):
+        raise TypeError(
+            "model must be a FedGVI data model (GaussianLocation, LogisticRegression, "
+            f"MLPClassifier, or one with log_lik, dim, n and take), got {type(model).__name__}"
+        )
+    if dim is not None and model.dim != dim:
+        raise ValueError(
+            f"the model's parameter dimension is {model.dim}, the Gaussian's dimension {dim}"
+        )
+    return model
+
+
 def conjugate_update(model: Any, loss: Any, cavity: NatGaussian) -> NatGaussian | None:
     """``q_m`` in closed form when (model, loss) is conjugate under the KL, else ``None``."""
+    check_model(model, cavity.dim)
     if not isinstance(model, GaussianLocation):
         return None
     if isinstance(loss, NLL):
@@ -325,8 +340,7 @@ def local_posterior(
     events: Counter[str] | None = None,
 ) -> NatGaussian:
     """``argmin_q E_q[sum_i loss] + D(q || cavity)`` over Gaussians of the cavity's kind."""
-    if model.dim != cavity.dim:
-        raise ValueError(f"the model has {model.dim} parameters, the cavity {cavity.dim}")
+    check_model(model, cavity.dim)
     loss = loss.bind(cavity.mean)
     if conjugate not in ("auto", True, False):
         raise ValueError(f"conjugate must be 'auto', True or False, got {conjugate!r}")
@@ -390,6 +404,9 @@ def client_step(
     ``start`` is where a non-conjugate optimisation begins (default: ``q``)."""
     if not 0 < damping <= 1:
         raise ValueError(f"damping must lie in (0, 1], got {damping}")
+    check_model(model, q.dim)
+    if factor.dim != q.dim:
+        raise ValueError(f"factor has dimension {factor.dim}, q has dimension {q.dim}")
     events: Counter[str] = Counter()
     cavity = q / factor
     cavity, low = cavity.clip_precision(PRECISION_FLOOR)
@@ -425,6 +442,13 @@ def server_step(
     """``argmin_q E_q[-sum_m log t_m] + D_s(q || prior)``; the product for the KL.
     The expectation is closed form, so it is always solved by L-BFGS (``optimizer`` gives the
     iteration limit, and Adam's steps and rate if L-BFGS must back off an AR bound)."""
+    if len(factors) == 0:
+        raise ValueError("factors must hold at least one client factor")
+    if any(f.dim != prior.dim for f in factors):
+        raise ValueError(
+            f"every factor must have the prior's dimension {prior.dim}, got "
+            f"{[f.dim for f in factors]}"
+        )
     total = factors[0]
     for f in factors[1:]:
         total = total * f
@@ -466,6 +490,11 @@ class Client:
     loss: Any = _NLL
     divergence: Divergence = _KL
     damping: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_model(self.model)
+        if not 0 < self.damping <= 1:
+            raise ValueError(f"damping must lie in (0, 1], got {self.damping}")
 
     def step(self, q: NatGaussian, factor: NatGaussian, **kw: Any) -> ClientUpdate:
         """:func:`client_step` with this client's model, loss, divergence and damping."""
@@ -584,6 +613,7 @@ def gvi(
 
 def sample(q: NatGaussian, n: int, seed: int = 0) -> Tensor:
     """``n`` draws ``(n, d)`` from ``q``, for predictive averages."""
+    n = V.integer("n", n, low=1)
     mean, var = q.moments()
     g = torch.Generator().manual_seed(seed)
     eps = _draw(n, q.dim, g)

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml25.core import validate as V
+
 Tensor = torch.Tensor
 
 
@@ -168,14 +170,22 @@ def _check(mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> bool:
             f"moment shapes must agree: means {tuple(mq.shape)}, {tuple(mp.shape)}; "
             f"variances {tuple(vq.shape)}, {tuple(vp.shape)}"
         )
+    for name, m in (("mean of q", mq), ("mean of p", mp)):
+        if not bool(torch.isfinite(m).all()):
+            raise ValueError(f"the {name} must be finite, got {m.detach().tolist()}")
+    for name, v in (("variance of q", vq), ("variance of p", vp)):
+        diag = v.diagonal() if v.ndim == 2 else v
+        if not bool(torch.isfinite(v).all() and (diag > 0).all()):
+            raise ValueError(f"the {name} must be finite and > 0, got {v.detach().tolist()}")
     return vq.ndim == 2
 
 
 def kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
     """``KL(N(mq, vq) || N(mp, vp))``."""
     mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    full = _check(mq, vq, mp, vp)
     diff = mp - mq
-    if _check(mq, vq, mp, vp):
+    if full:
         Lp = torch.linalg.cholesky(vp)
         trace = torch.cholesky_solve(vq, Lp).diagonal().sum()
         maha = (torch.cholesky_solve(diff[:, None], Lp)[:, 0] * diff).sum()
@@ -191,8 +201,7 @@ def reverse_kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
 
 def weighted_kl(mq: Any, vq: Any, mp: Any, vp: Any, w: float) -> Tensor:
     """``KL(q || p) / w``."""
-    if not w > 0:
-        raise ValueError(f"w must be positive, got {w}")
+    w = V.positive("w", w)
     return kl(mq, vq, mp, vp) / w
 
 
@@ -204,12 +213,14 @@ def alpha_renyi(mq: Any, vq: Any, mp: Any, vp: Any, alpha: float) -> Tensor:
     ``1/2 d^T S^-1 d - log|S| / (2 alpha (alpha-1)) - log|vq| / (2 alpha)
     + log|vp| / (2 (alpha-1))`` with ``S = alpha vp + (1-alpha) vq``; ``+inf`` where ``S`` is
     not positive definite (``alpha > 1`` and ``vq`` too broad against ``vp``)."""
-    if not (alpha > 0 and alpha != 1):
-        raise ValueError(f"alpha must be positive and not 1, got {alpha}")
+    alpha = V.positive("alpha", alpha)
+    if alpha == 1:
+        raise ValueError("alpha must be > 0 and not 1 (alpha = 1 is KL: use kl), got 1")
     mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    full = _check(mq, vq, mp, vp)
     diff = mq - mp
     S = alpha * vp + (1 - alpha) * vq
-    if _check(mq, vq, mp, vp):
+    if full:
         eig = torch.linalg.eigvalsh(S)
         valid = bool(eig.min() > 0)
         S_safe = S if valid else torch.eye(S.shape[0], dtype=S.dtype)

@@ -19,6 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from icml25.it3.zigzag import check_input
+
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
 
@@ -41,6 +43,7 @@ def bn_adapt(model: nn.Module, x: torch.Tensor, *args: Any, **kwargs: Any) -> to
     """Outputs with every BatchNorm layer normalising by ``x``'s own statistics."""
     if not any(isinstance(m, _BN) for m in model.modules()):
         raise ValueError("bn_adapt needs a model with BatchNorm layers; this one has none")
+    check_input(x)
     f, _ = _batch_statistics_copy(model)
     out: torch.Tensor = f(x, *args, **kwargs)
     return out
@@ -59,6 +62,7 @@ def tent(
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
     if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    check_input(x)
     if getattr(model, "task", "classification") != "classification":
         raise ValueError("tent needs a classification model (entropy of a softmax)")
     f, bn_params = _batch_statistics_copy(model)

@@ -33,19 +33,36 @@ from typing import Any
 import torch
 from torch import nn
 
-from icml25.it3.zigzag import ZigZag
+from icml25.it3.zigzag import ZigZag, check_input
 
 Distance = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+def _same_shape(a: Any, b: Any) -> None:
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dim() < 1:
+            raise ValueError(f"{name} must be a batched tensor, got {type(t).__name__}")
+    if a.shape != b.shape:
+        raise ValueError(
+            f"the two inputs must have one shape, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+
+
 def l1_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Per-sample mean absolute difference, shape ``(B,)``."""
+    _same_shape(a, b)
     return (a - b).abs().reshape(a.shape[0], -1).mean(dim=1)
 
 
 def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     r"""Per-sample Jensen-Shannon divergence of probability vectors on the last dimension
     (natural log, in :math:`[0, \log 2]`), averaged over any middle dimensions: ``(B,)``."""
+    _same_shape(p, q)
+    for name, t in (("p", p), ("q", q)):
+        if not bool(((t >= 0) & (t <= 1)).all()) or not torch.allclose(
+            t.sum(-1), torch.ones((), dtype=t.dtype), atol=1e-4
+        ):
+            raise ValueError(f"{name} must hold probability vectors on its last dimension")
     # Logs of clamped values: a probability that underflows to 0 contributes 0 with a finite
     # gradient (xlogy's gradient there is 0 * -inf = NaN).
     tiny = torch.finfo(p.dtype).tiny
@@ -90,6 +107,9 @@ def it3_objective(
 ) -> torch.Tensor:
     r"""Per-sample :math:`D(y_0, F(x, y_0))` with :math:`y_0 = f(x, 0)`, differentiable in
     ``f``'s parameters through both occurrences of :math:`y_0`."""
+    check_zigzag(f)
+    check_zigzag(anchor)
+    check_input(x)
     y0 = f.to_aux(f(x, *args, **kwargs))
     y1 = anchor.to_aux(anchor(x, *args, aux=y0, **kwargs))
     return distance(y0, y1)
@@ -99,6 +119,7 @@ def it3_objective(
 def zigzag_recursion(model: ZigZag, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """``F(x, F(x, 0))``: the recursion without any weight update (a baseline)."""
     model = check_zigzag(model)
+    check_input(x)
     was = model.training
     model.eval()
     try:
@@ -117,6 +138,7 @@ def idempotence_error(
 ) -> torch.Tensor:
     """Per-sample ``D(F(x, 0), F(x, F(x, 0)))`` (L1 or JS, as IT3 uses): an OOD score."""
     model = check_zigzag(model)
+    check_input(x)
     dist = resolve_distance(model, distance)
     was = model.training
     model.eval()
@@ -248,13 +270,7 @@ class IT3:
     def __call__(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         """Adapted predictions (logits, or regression outputs) for the batch ``x``; extra
         arguments go to the model (per-sample tensors are split in ``"instance"`` mode)."""
-        if not isinstance(x, torch.Tensor) or x.dim() < 2:
-            raise ValueError(
-                "x must be a batched tensor (batch first, at least 2-D), got "
-                f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-            )
-        if x.is_floating_point() and not torch.isfinite(x).all():
-            raise ValueError("x contains NaN or inf")
+        check_input(x)
         self.last_losses = []
         if self.reset != "instance":
             return self._adapt(x, args, kwargs)

@@ -36,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from icml25.core import validate as V
+
 TASKS = ("classification", "regression")
 
 
@@ -184,6 +186,18 @@ class ZigZag(nn.Module):
         self.zigzag_trained.fill_(True)
 
 
+def check_input(x: Any) -> torch.Tensor:
+    """A batched (batch first, at least 2-D) tensor without NaN or inf."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        raise ValueError(
+            "x must be a batched tensor (batch first, at least 2-D), got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
+    if x.shape[0] == 0:
+        raise ValueError(f"x must hold at least one sample, got shape {tuple(x.shape)}")
+    return V.finite_tensor("x", x)
+
+
 def _check_targets(model: ZigZag, y: torch.Tensor) -> None:
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"y must be a torch.Tensor, got {type(y).__name__}")
@@ -244,7 +258,10 @@ def zigzag_loss(
         raise ValueError(f"p_label must be a probability in [0, 1], got {p_label!r}")
     if other not in ("random", "neutral"):
         raise ValueError(f"other must be 'random' or 'neutral', got {other!r}")
+    check_input(x)
     _check_targets(model, y)
+    if len(y) != len(x):
+        raise ValueError(f"y must have one target per sample of x ({len(x)}), got {len(y)}")
     if loss_fn is None:
         loss_fn = F.cross_entropy if model.task == "classification" else F.l1_loss
     truth = model.label_to_aux(y).to(x.dtype)

@@ -18,6 +18,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from icml25.core import validate as V
 from icml25.llmscan.scan import STAT_NAMES, LLMScan
 
 FEATURE_KINDS = ("both", "token", "layer")
@@ -66,7 +67,7 @@ class LLMScanDetector:
         return make_pipeline(StandardScaler(), clf)
 
     def fit_features(self, features: np.ndarray, y: Sequence[int] | np.ndarray) -> LLMScanDetector:
-        X = select(features, self.features)
+        X = select(V.finite_array("features", features, ndim=2), self.features)
         labels = np.asarray(y)
         if labels.shape != (X.shape[0],) or set(np.unique(labels)) - {0, 1}:
             raise ValueError(f"y must be {X.shape[0]} labels in {{0, 1}}, got {labels!r}")
@@ -78,7 +79,8 @@ class LLMScanDetector:
     def predict_proba_features(self, features: np.ndarray) -> np.ndarray:
         if self.model_ is None:
             raise RuntimeError("call fit or fit_features first")
-        return self.model_.predict_proba(select(features, self.features))
+        X = V.finite_array("features", features, ndim=2)
+        return self.model_.predict_proba(select(X, self.features))
 
     def _scan(self, prompts: Sequence[str]) -> np.ndarray:
         if self.scan is None:

@@ -232,7 +232,18 @@ class skip_blocks:
     identity (``skip[r] = -1``: no block skipped)."""
 
     def __init__(self, blocks: Sequence[torch.nn.Module], skip: torch.Tensor) -> None:
-        self.blocks, self.skip = blocks, torch.as_tensor(skip)
+        self.blocks, self.skip = list(blocks), torch.as_tensor(skip)
+        if self.skip.dim() != 1 or self.skip.dtype.is_floating_point:
+            raise ValueError(
+                f"skip must be a 1-D integer tensor (one entry per batch row), got {self.skip}"
+            )
+        if self.skip.numel() and (
+            int(self.skip.min()) < -1 or int(self.skip.max()) >= len(self.blocks)
+        ):
+            raise ValueError(
+                f"skip entries must be block indices in [0, {len(self.blocks)}) or -1, "
+                f"got {self.skip.tolist()}"
+            )
         self.handles: list[Any] = []
 
     def __enter__(self) -> skip_blocks:

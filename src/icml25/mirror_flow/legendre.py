@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml25.core import validate as V
+
 
 def _c_array(c: np.ndarray | float, shape: tuple[int, ...]) -> np.ndarray:
     c = np.broadcast_to(np.asarray(c, dtype=np.float64), shape)
@@ -47,13 +49,13 @@ def legendre(x: np.ndarray, c: np.ndarray | float) -> float:
 
 def legendre_grad(x: np.ndarray, c: np.ndarray | float) -> np.ndarray:
     r""":math:`\nabla R_c(x) = \tfrac12 \operatorname{arcsinh}(2x/c)` (the mirror map)."""
-    x = np.asarray(x, dtype=np.float64)
+    x = V.finite_array("x", x)
     return 0.5 * np.arcsinh(2 * x / _c_array(c, x.shape))
 
 
 def mirror_inverse(z: np.ndarray, c: np.ndarray | float) -> np.ndarray:
     r"""Inverse mirror map :math:`x = (c/2)\sinh(2z)`."""
-    z = np.asarray(z, dtype=np.float64)
+    z = V.finite_array("z", z)
     return 0.5 * _c_array(c, z.shape) * np.sinh(2 * z)
 
 
@@ -67,11 +69,16 @@ def c_flow(c0: np.ndarray | float, alpha: float, t: float | np.ndarray) -> np.nd
 def c_gd_step(c: np.ndarray, g: np.ndarray, lr: float, alpha: float) -> np.ndarray:
     r"""One GD step on (u, v): :math:`c_{k+1} = c_k[(1-\eta\alpha)^2 - \eta^2 g_k^2]`, with
     :math:`g = \nabla f(x_k)`. Exact for GD on :math:`f(u\odot v) + \tfrac\alpha2\|(u,v)\|^2`."""
+    lr = V.positive("lr", lr)
+    alpha = V.number("alpha", alpha, low=0.0)
+    c, g = V.finite_array("c", c), V.finite_array("g", g)
     return np.asarray(c) * ((1 - lr * alpha) ** 2 - lr**2 * np.asarray(g) ** 2)
 
 
 def c_gd(c0: np.ndarray | float, lr: float, alpha: float, steps: int | np.ndarray) -> np.ndarray:
     r"""GD, neglecting the :math:`O(\eta^2 g^2)` term: :math:`c_k = c_0 (1-\eta\alpha)^{2k}`."""
+    lr = V.positive("lr", lr)
+    alpha = V.number("alpha", alpha, low=0.0)
     k = np.asarray(steps)
     if np.any(k < 0):
         raise ValueError(f"steps must be >= 0, got {steps}")
@@ -97,8 +104,10 @@ def implicit_bias_solution(
     cosh is evaluated as :math:`\exp(\log(c/8) + \operatorname{logaddexp}(2z, -2z))`, so tiny c
     (the :math:`\ell_1` limit) does not overflow.
     """
-    A = np.asarray(A, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    A = V.finite_array("A", A)
+    y = V.finite_array("y", y)
+    tol = V.positive("tol", tol)
+    max_iter = V.integer("max_iter", max_iter, low=1)
     if A.ndim != 2 or y.shape != (A.shape[0],):
         raise ValueError(f"A must be (n, d) and y (n,), got {A.shape} and {y.shape}")
     d = A.shape[1]

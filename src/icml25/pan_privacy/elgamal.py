@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from coincurve import PrivateKey, PublicKey
 
@@ -85,6 +85,7 @@ def encrypt(m: int, public: PublicKey, rng: RandomSource | None = None) -> Ciphe
     """``Enc(m)`` for an integer ``0 <= m < 2^32``."""
     if not isinstance(m, int) or isinstance(m, bool) or not 0 <= m < 2**32:
         raise ValueError(f"m must be an integer in [0, 2^32), got {m!r}")
+    _check_public(public)
     rng = rng or system_random()
     r = _scalar(rng)
     c1 = PublicKey.from_valid_secret(r)
@@ -94,8 +95,20 @@ def encrypt(m: int, public: PublicKey, rng: RandomSource | None = None) -> Ciphe
     return Ciphertext(c1, c2)
 
 
+def _check_ciphertext(name: str, c: Any) -> None:
+    if not isinstance(c, Ciphertext):
+        raise TypeError(f"{name} must be a Ciphertext, got {type(c).__name__}")
+
+
+def _check_public(public: Any) -> None:
+    if not isinstance(public, PublicKey):
+        raise TypeError(f"public must be a coincurve PublicKey, got {type(public).__name__}")
+
+
 def rerandomize(c: Ciphertext, public: PublicKey, rng: RandomSource | None = None) -> Ciphertext:
     """A fresh ciphertext of the same message: ``c + Enc(0)``."""
+    _check_ciphertext("c", c)
+    _check_public(public)
     rng = rng or system_random()
     r = _scalar(rng)
     return Ciphertext(c.c1.add(r), PublicKey.combine_keys([c.c2, public.multiply(r)]))
@@ -103,13 +116,18 @@ def rerandomize(c: Ciphertext, public: PublicKey, rng: RandomSource | None = Non
 
 def add(a: Ciphertext, b: Ciphertext) -> Ciphertext:
     """Homomorphic addition: ``Enc(m1) + Enc(m2) = Enc(m1 + m2)``."""
+    _check_ciphertext("a", a)
+    _check_ciphertext("b", b)
     return Ciphertext(PublicKey.combine_keys([a.c1, b.c1]), PublicKey.combine_keys([a.c2, b.c2]))
 
 
 def decrypt(c: Ciphertext, secret: PrivateKey, max_message: int = 1) -> int:
     """The message ``m`` in ``[0, max_message]`` with ``c2 = mG + x c1`` (linear search)."""
-    if not isinstance(max_message, int) or max_message < 0:
-        raise ValueError(f"max_message must be an integer >= 0, got {max_message!r}")
+    if not isinstance(max_message, int) or not 0 <= max_message < 2**32:
+        raise ValueError(f"max_message must be an integer in [0, 2^32), got {max_message!r}")
+    _check_ciphertext("c", c)
+    if not isinstance(secret, PrivateKey):
+        raise TypeError(f"secret must be a coincurve PrivateKey, got {type(secret).__name__}")
     shared = c.c1.multiply(secret.secret)
     target = c.c2.format()
     point = shared

@@ -37,6 +37,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml25.core import validate as V
+
 
 class Problem(Protocol):
     """A client's local problem on a flat parameter vector."""
@@ -51,14 +53,12 @@ class Problem(Protocol):
 
 
 def _data(X: Any, y: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
+    X = V.finite_array(f"{name}: X", X, ndim=2)
     y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"{name}: X must be a non-empty (n, d) array, got shape {X.shape}")
-    if len(y) != len(X):
-        raise ValueError(f"{name}: X and y must have the same length, got {len(X)} and {len(y)}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{name}: X must be finite")
+    if y.ndim != 1 or len(y) != len(X):
+        raise ValueError(
+            f"{name}: y must be 1-D with one entry per row of X ({len(X)}), got shape {y.shape}"
+        )
     return X, y
 
 
@@ -67,7 +67,7 @@ class LeastSquares:
 
     def __init__(self, X: Any, y: Any) -> None:
         self.X, y = _data(X, y, "LeastSquares")
-        self.y = np.asarray(y, dtype=np.float64)
+        self.y = V.finite_array("LeastSquares: y", y, ndim=1)
         self.n, self.dim = self.X.shape
         self.A = self.X.T @ self.X / self.n
         self.b = self.X.T @ self.y / self.n
@@ -89,8 +89,9 @@ class SoftmaxRegression:
 
     def __init__(self, X: Any, y: Any, num_classes: int) -> None:
         self.X, y = _data(X, y, "SoftmaxRegression")
-        self.y = np.asarray(y, dtype=np.int64)
-        if self.y.min() < 0 or self.y.max() >= num_classes:
+        num_classes = V.integer("num_classes", num_classes, low=2)
+        self.y = V.class_labels("SoftmaxRegression: y", y)
+        if self.y.max() >= num_classes:
             raise ValueError(
                 f"labels must be in [0, {num_classes}), got [{self.y.min()}, {self.y.max()}]"
             )
@@ -130,8 +131,8 @@ class TorchProblem:
             raise ValueError(
                 f"X and y must be non-empty and of one length, got {len(X)} and {len(y)}"
             )
-        if not smoothness > 0:
-            raise ValueError(f"smoothness must be > 0, got {smoothness!r}")
+        smoothness = V.positive("smoothness", smoothness)
+        V.finite_tensor("TorchProblem: X", X)
         self.model, self.X, self.y = model, X, y
         self.n = len(X)
         self.dim = sum(p.numel() for p in model.parameters())
@@ -164,9 +165,7 @@ class TorchProblem:
 
 
 def check_lambda(lam: float) -> float:
-    if not isinstance(lam, (int, float)) or not (lam >= 0 and math.isfinite(lam)):
-        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    return float(lam)
+    return V.number("lam", lam, low=0.0)
 
 
 def local_update(
@@ -179,7 +178,8 @@ def local_update(
 ) -> np.ndarray:
     """``steps`` GD steps on ``L_i(w) + lam/2 ||w - w_g||^2`` from ``w_i`` (step ``1/(L+lam)``)."""
     lam = check_lambda(lam)
-    eta = lr if lr is not None else 1.0 / (problem.smoothness + lam)
+    steps = V.integer("steps", steps, low=0)
+    eta = V.positive("lr", lr) if lr is not None else 1.0 / (problem.smoothness + lam)
     w = np.array(w_i, dtype=np.float64, copy=True)
     for _ in range(steps):
         w -= eta * (problem.grad(w) + lam * (w - w_g))
@@ -191,26 +191,37 @@ def local_update(
 def server_update(
     w_g: np.ndarray,
     w_locals: Sequence[np.ndarray],
-    weights: Sequence[float],
+    weights: Sequence[float] | np.ndarray,
     lam: float,
     eta_g: float,
 ) -> np.ndarray:
     """``w_g - eta_g lam (w_g - sum_i p_i w_i)`` (``eta_g lam = 1``: plain averaging)."""
-    p = np.asarray(weights, dtype=np.float64)
-    p = p / p.sum()
+    p = _weights(weights, len(w_locals))
     mean = sum(pi * wi for pi, wi in zip(p, w_locals, strict=True))
     return w_g - eta_g * lam * (w_g - mean)
 
 
+def _weights(weights: Any, n: int) -> np.ndarray:
+    """Client weights: ``n`` finite numbers >= 0 with a positive sum, normalised."""
+    p = V.finite_array("weights", weights, ndim=1)
+    if len(p) != n:
+        raise ValueError(f"weights must have one entry per client ({n}), got {len(p)}")
+    if p.min() < 0 or p.sum() <= 0:
+        raise ValueError(f"weights must be >= 0 with a positive sum, got {p.tolist()}")
+    return p / p.sum()
+
+
 def server_lr(lam: float, smoothness: float) -> float:
     """The code's ``eta_g = 1/lam + 1/L`` (``1/L`` alone at ``lam = 0``, unused there)."""
+    lam = check_lambda(lam)
+    smoothness = V.positive("smoothness", smoothness)
     return (1.0 / lam if lam > 0 else 0.0) + 1.0 / smoothness
 
 
 def adaptive_lambda(r_est: float, n: int) -> float:
     """The official code's rule: ``5 / (n R^2)`` if ``R >= 1/sqrt(n)``, else ``5 / (sqrt(n) R)``."""
-    if not r_est > 0:
-        raise ValueError(f"r_est must be > 0, got {r_est!r}")
+    r_est = V.positive("r_est", r_est)
+    n = V.integer("n", n, low=1)
     return 5.0 / (n * r_est**2) if r_est >= 1 / math.sqrt(n) else 5.0 / (math.sqrt(n) * r_est)
 
 
@@ -251,24 +262,29 @@ def fedclup(
     lam = check_lambda(lam)
     if not problems:
         raise ValueError("problems must hold at least one client")
-    if (
-        not isinstance(rounds, int)
-        or rounds < 1
-        or not isinstance(local_steps, int)
-        or local_steps < 1
-    ):
-        raise ValueError(
-            f"rounds and local_steps must be positive integers, got {rounds!r}, {local_steps!r}"
-        )
+    rounds = V.integer("rounds", rounds, low=1)
+    local_steps = V.integer("local_steps", local_steps, low=1)
+    if lr_local is not None:
+        lr_local = V.positive("lr_local", lr_local)
+    if eta_g is not None:
+        eta_g = V.positive("eta_g", eta_g)
+    if tol is not None:
+        tol = V.number("tol", tol, low=0.0)
     dims = {p.dim for p in problems}
     if len(dims) != 1:
         raise ValueError(f"all clients must share one model dimension, got {sorted(dims)}")
     if any(p.n == 0 for p in problems):
         raise ValueError("every client needs at least one sample")
     d = dims.pop()
-    w_g = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
+    w_g = np.zeros(d) if w0 is None else V.finite_array("w0", w0, ndim=1).copy()
+    if len(w_g) != d:
+        raise ValueError(f"w0 must have the model dimension {d}, got {len(w_g)}")
+    if target is not None:
+        target = V.finite_array("target", target, ndim=1)
+        if len(target) != d:
+            raise ValueError(f"target must have the model dimension {d}, got {len(target)}")
     w_locals = [w_g.copy() for _ in problems]
-    p = list(weights) if weights is not None else [1.0] * len(problems)
+    p = _weights(weights if weights is not None else [1.0] * len(problems), len(problems))
     smooth = max(pr.smoothness for pr in problems)
     eg = eta_g if eta_g is not None else server_lr(lam, smooth)
     history: list[float] = []
@@ -303,8 +319,13 @@ def pfl_optimum(
     solution and their average.
     """
     lam = check_lambda(lam)
-    p = np.asarray(weights if weights is not None else [1.0] * len(problems), dtype=np.float64)
-    p /= p.sum()
+    if len(problems) == 0:
+        raise ValueError("problems must hold at least one LeastSquares client")
+    if not all(isinstance(pr, LeastSquares) for pr in problems):
+        raise TypeError("pfl_optimum is exact for LeastSquares clients only")
+    if len({pr.dim for pr in problems}) != 1:
+        raise ValueError(f"all clients must share one dimension, got {[pr.dim for pr in problems]}")
+    p = _weights(weights if weights is not None else [1.0] * len(problems), len(problems))
     d = problems[0].dim
     eye = np.eye(d)
     if lam == 0:

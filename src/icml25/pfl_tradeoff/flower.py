@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from icml25.core import validate as V
 from icml25.core.flower import (
     in_process_grid,
     partition_of,
@@ -56,6 +57,12 @@ def make_strategy(
     from flwr.serverapp.strategy import FedAvg
 
     lam = check_lambda(lam)
+    local_steps = V.integer("local_steps", local_steps, low=1)
+    smoothness = V.positive("smoothness", smoothness)
+    if lr_local is not None:
+        lr_local = V.positive("lr_local", lr_local)
+    if eta_g is not None:
+        eta_g = V.positive("eta_g", eta_g)
 
     class FedCLUPStrategy(FedAvg):
         """FedAvg's sampling and messaging with FedCLUP's client config and server step."""

@@ -20,6 +20,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 from scipy.special import softmax as _softmax
 
+from icml25.core import validate as V
 from icml25.core.metrics import check_labels, check_probabilities
 
 T_BOUNDS = (0.01, 100.0)
@@ -37,13 +38,13 @@ def _scores(scores: Any, name: str = "scores") -> np.ndarray:
 
 def softmax(scores: Any, temperature: float = 1.0) -> np.ndarray:
     """``softmax(scores / temperature)`` over the last axis."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    temperature = V.positive("temperature", temperature)
     return np.asarray(_softmax(_scores(scores) / temperature, axis=1))
 
 
 def nll(scores: Any, y: Any, temperature: float = 1.0) -> float:
     """Mean negative log-likelihood (nats) of ``softmax(scores / temperature)`` at ``y``."""
+    temperature = V.positive("temperature", temperature)
     s = _scores(scores)
     labels = check_labels(y, len(s), s.shape[1])
     logp = log_softmax(s / temperature, axis=1)

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from icml25.core import validate as V
 from icml25.core.metrics import check_labels
 from icml25.core.models import MLP, TrainConfig, train
 from icml25.pointwise_info.confidence import fit_temperature, softmax
@@ -75,6 +76,7 @@ def _labels(y: Any, n: int, num_classes: int | None) -> tuple[np.ndarray, int]:
 @torch.no_grad()
 def predict_logits(model: nn.Module, X: Any, batch_size: int = 1024) -> np.ndarray:
     """``model(X)`` in eval mode and in batches, as a float64 NumPy array (mode restored)."""
+    batch_size = V.integer("batch_size", batch_size, low=1)
     x = as_tensor(X)
     was_training = model.training
     model.eval()
@@ -119,7 +121,8 @@ class FeatureExtractor:
             raise ValueError(
                 f"layer must name a submodule of model (one of: {shown}), got {layer!r}"
             )
-        self.model, self.layer, self.batch_size = model, layer, batch_size
+        self.model, self.layer = model, layer
+        self.batch_size = V.integer("batch_size", batch_size, low=1)
         self._module = names[layer]
 
     @torch.no_grad()
@@ -357,6 +360,7 @@ class PVI(_PointwiseScores):
         if out_k != k:
             raise ValueError(f"g' returns {out_k} logits but y has {k} classes")
         self.g_prime_, self.n_classes_ = g, k
+        self.sample_shape_ = tuple(x.shape[1:])
         self.null_model_: nn.Module | None = None
         zeros = torch.zeros_like(x[: min(len(x), 256)])
         if isinstance(self.null, nn.Module):
@@ -395,7 +399,13 @@ class PVI(_PointwiseScores):
     def score_samples(self, X: Any) -> np.ndarray:
         """``(n, K)`` PVI in bits for every candidate class."""
         self._fitted()
-        z = predict_logits(self.g_prime_, X) / self.temperature_
+        x = as_tensor(X)
+        if tuple(x.shape[1:]) != self.sample_shape_:
+            raise ValueError(
+                f"X must have samples of shape {self.sample_shape_} (as in fit), got "
+                f"{tuple(x.shape[1:])}"
+            )
+        z = predict_logits(self.g_prime_, x) / self.temperature_
         log2_g = (z - np.logaddexp.reduce(z, axis=1, keepdims=True)) / LN2
         return log2_g - self.null_log2_
 
@@ -403,11 +413,19 @@ class PVI(_PointwiseScores):
 # ----------------------------------------------------------------------------------------- PMI
 
 
+def _check_critic(dim_x: int, num_classes: int, hidden: int, embed_dim: int) -> None:
+    V.integer("dim_x", dim_x, low=1)
+    V.integer("num_classes", num_classes, low=2)
+    V.integer("hidden", hidden, low=1)
+    V.integer("embed_dim", embed_dim, low=1)
+
+
 class SeparableCritic(nn.Module):
     """``f(x, y) = g(x)^T h(y)``; ``g``, ``h``: one-hidden-layer ReLU MLPs."""
 
     def __init__(self, dim_x: int, num_classes: int, hidden: int, embed_dim: int) -> None:
         super().__init__()
+        _check_critic(dim_x, num_classes, hidden, embed_dim)
         self.g = MLP(dim_x, (hidden,), embed_dim)
         self.h = MLP(num_classes, (hidden,), embed_dim)
 
@@ -421,6 +439,7 @@ class ConcatCritic(nn.Module):
 
     def __init__(self, dim_x: int, num_classes: int, hidden: int) -> None:
         super().__init__()
+        _check_critic(dim_x, num_classes, hidden, 1)
         self.f = MLP(dim_x + num_classes, (hidden,), 1)
 
     def forward(self, x: torch.Tensor, y_onehot: torch.Tensor) -> torch.Tensor:

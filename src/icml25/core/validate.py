@@ -1,0 +1,149 @@
+"""Argument checks for public entry points, worded the same way everywhere.
+
+Every check raises ``ValueError`` (or ``TypeError`` for a wrong type) whose message names the
+argument, says what it must be, and shows what it got: ``lr must be a finite number > 0, got
+-0.5``. The checks return the value converted (``int``, ``float``, ``np.ndarray``), so a call
+site reads ``steps = integer("steps", steps, low=1)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {high:g}")
+    return " and ".join(parts)
+
+
+def _in_bounds(
+    x: float, low: float | None, high: float | None, low_open: bool, high_open: bool
+) -> bool:
+    if low is not None and (x <= low if low_open else x < low):
+        return False
+    return not (high is not None and (x >= high if high_open else x > high))
+
+
+def integer(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an ``int`` in ``[low, high]``. Booleans and non-integral floats are refused
+    (``2.0`` is accepted as 2)."""
+    what = "an integer" + (
+        f" {_bounds(low, high, False, False)}" if (low, high) != (None,) * 2 else ""
+    )
+    ok_type = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real)
+        and math.isfinite(float(value))
+        and float(value).is_integer()
+    )
+    if isinstance(value, bool) or not ok_type:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    v = int(value)
+    if not _in_bounds(v, low, high, False, False):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """``value`` as a finite ``float`` in the given (open or closed) interval."""
+    bounds = _bounds(low, high, low_open, high_open)
+    what = "a finite number" + (f" {bounds}" if bounds else "")
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or not _in_bounds(v, low, high, low_open, high_open):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def positive(name: str, value: Any) -> float:
+    """A finite number > 0."""
+    return number(name, value, low=0.0, low_open=True)
+
+
+def probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
+    """A number in [0, 1] (ends optionally open)."""
+    return number(name, value, low=0.0, high=1.0, low_open=open_low, high_open=open_high)
+
+
+def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``options``."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
+    return value
+
+
+def finite_array(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    min_len: int = 1,
+) -> np.ndarray:
+    """``value`` as a float64 NumPy array with ``ndim`` dimensions (one of, if a tuple), at
+    least ``min_len`` rows, and no NaN or inf."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from exc
+    dims = (ndim,) if isinstance(ndim, int) else ndim
+    if dims is not None and arr.ndim not in dims:
+        want = " or ".join(f"{d}-D" for d in dims)
+        raise ValueError(f"{name} must be a {want} array, got shape {arr.shape}")
+    if arr.ndim and arr.shape[0] < min_len:
+        raise ValueError(f"{name} must have at least {min_len} rows, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {int(np.sum(~np.isfinite(arr)))} NaN/inf")
+    return arr
+
+
+def finite_tensor(name: str, value: Any) -> torch.Tensor:
+    """A ``torch.Tensor`` with no NaN or inf (floating tensors are checked; others pass)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+        bad = int((~torch.isfinite(value)).sum())
+        raise ValueError(f"{name} must be finite, got {bad} NaN/inf")
+    return value
+
+
+def class_labels(name: str, value: Any, n: int | None = None) -> np.ndarray:
+    """Integer class labels (``int64``, all >= 0); fractional, negative or non-finite labels are
+    refused rather than truncated. ``n`` checks the length."""
+    arr = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of class labels, got shape {arr.shape}")
+    if n is not None and len(arr) != n:
+        raise ValueError(f"{name} must have {n} labels (one per row), got {len(arr)}")
+    if arr.dtype.kind not in "iu":
+        as_float = arr.astype(np.float64)
+        if not np.all(np.isfinite(as_float)) or not np.all(as_float == np.round(as_float)):
+            raise ValueError(f"{name} must hold integer class labels, got dtype {arr.dtype}")
+        arr = as_float
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{name} must hold class labels >= 0, got {int(arr.min())}")
+    return arr
