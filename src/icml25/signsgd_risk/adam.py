@@ -61,7 +61,7 @@ from icml25.signsgd_risk.ode import (
     lr_function,
     phi,
 )
-from icml25.signsgd_risk.simulate import Simulation, _sampler
+from icml25.signsgd_risk.simulate import Simulation, _sampler, check_run
 
 _TAIL = 1e-4  # truncate moving averages where the remaining weight is below this
 
@@ -372,21 +372,7 @@ def simulate_adam(
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     noise = as_noise(noise)
     eta = lr_function(lr)
-    seeds = tuple(int(s) for s in seeds)
-    if not seeds or any(s < 0 for s in seeds):
-        raise ValueError(
-            f"seeds must be a non-empty sequence of non-negative integers, got {seeds}"
-        )
-    t_max = float(t_max)
-    if not math.isfinite(t_max) or t_max <= 0:
-        raise ValueError(f"t_max must be a positive finite number, got {t_max!r}")
-    t_req = np.linspace(0.0, t_max, 101) if times is None else np.asarray(times, dtype=float)
-    if t_req.ndim != 1 or t_req.size == 0 or np.any(np.diff(t_req) < 0):
-        raise ValueError("times must be a non-empty increasing 1-D array")
-    if t_req[0] < 0 or t_req[-1] > t_max:
-        raise ValueError(f"times must lie in [0, t_max={t_max}]")
-    if not (isinstance(chunk, int) and chunk > 0):
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    seeds, t_req = check_run(seeds, t_max, times, chunk)
     steps = np.rint(t_req * d).astype(np.int64)
     n_steps = int(steps[-1])
     S = len(seeds)
