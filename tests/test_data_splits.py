@@ -15,11 +15,11 @@ def _splits():
     tiny_bs = bs.BUDGETS["tiny"]
     yield (
         "pointwise_info cnn",
-        lambda: (lambda s: (s.y.numpy(), s.y_test, s.data))(pi._split("cnn", tiny_pi, 0, True)),
+        lambda: (lambda s: (s.y.numpy(), s.y_test, s.data))(pi._split("cnn", tiny_pi, 0)),
     )
     yield (
         "pointwise_info mlp",
-        lambda: (lambda s: (s.y.numpy(), s.y_test, s.data))(pi._split("mlp", tiny_pi, 0, True)),
+        lambda: (lambda s: (s.y.numpy(), s.y_test, s.data))(pi._split("mlp", tiny_pi, 0)),
     )
     yield (
         "backslash image",

@@ -41,6 +41,7 @@ The quick budget runs the CLI's seeds (default 0, 1, 2); the full budget adds se
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -51,6 +52,7 @@ from torch import nn
 
 from icml25.core.claims import Claim, Rule
 from icml25.core.data import load_image_benchmark, load_mnist_5k
+from icml25.core.data.loaders import DATA_ENV, FASHION_ENV
 from icml25.core.metrics import (
     adaptive_sce,
     cc_sce,
@@ -245,9 +247,16 @@ class Split:
     feature_layer: str
 
 
-@lru_cache(maxsize=1)
 def _images() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """The image benchmark, read once per process (decompressing it takes seconds)."""
+    """The image benchmark, read once per process and data source (decompressing it takes
+    seconds; the source is keyed so that switching ICML25_DATA in one process is honoured)."""
+    return _images_from(os.environ.get(DATA_ENV, "auto"), os.environ.get(FASHION_ENV, ""))
+
+
+@lru_cache(maxsize=2)
+def _images_from(
+    mode: str, folder: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
     return load_image_benchmark(mnist_test=1000)
 
 

@@ -14,6 +14,7 @@ FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 ``ICML25_FASHION_MNIST_DIR`` points elsewhere)."""
 
 DATA_ENV = "ICML25_DATA"
+FASHION_ENV = "ICML25_FASHION_MNIST_DIR"
 """Set to ``fallback`` to hide the Debian data sets (Fashion-MNIST, fortunes) as if they were not
 installed: every experiment then takes its fallback (MNIST-5k, stdlib docstrings). The tests set
 it so that they measure the same thing on every machine."""
@@ -100,7 +101,7 @@ def load_fashion_mnist(
     root = (
         Path(folder)
         if folder is not None
-        else _debian_dir(FASHION_MNIST_DIR, "ICML25_FASHION_MNIST_DIR", "Fashion-MNIST")
+        else _debian_dir(FASHION_MNIST_DIR, FASHION_ENV, "Fashion-MNIST")
     )
     prefix = "train" if split == "train" else "t10k"
     files = {}
