@@ -123,7 +123,7 @@ class Config:
 
 CONFIGS = {
     "tiny": Config(n=60, horizons=(3, 10), trials=40, game_T=4),
-    "quick": Config(n=2000, horizons=(10, 100), trials=2000, game_T=10),
+    "quick": Config(n=800, horizons=(10, 100), trials=1000, game_T=10),
     "full": Config(n=5000, horizons=(10, 100), trials=5000, game_T=10),
 }
 
