@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -126,7 +127,11 @@ def vertex_vector(x: Any, n: int, name: str = "x") -> np.ndarray:
 
 def laplacian(W: Any) -> sp.csr_matrix:
     """Combinatorial Laplacian :math:`L = D - A`."""
-    W = as_graph(W, "W")
+    return _laplacian(as_graph(W, "W"))
+
+
+def _laplacian(W: sp.csr_matrix) -> sp.csr_matrix:
+    """:func:`laplacian` of a graph :func:`as_graph` already checked."""
     d = np.asarray(W.sum(axis=1)).ravel()
     return sp.csr_matrix(sp.diags(d) - W)
 
@@ -197,7 +202,11 @@ def sweep(G: sp.spmatrix, H: sp.spmatrix, x: np.ndarray) -> tuple[np.ndarray, fl
     """Best prefix of the vertices sorted by ``x``: returns (boolean mask of S, its cut ratio)."""
     G = as_graph(G, "G")
     H = as_graph(H, "H", G.shape[0])
-    x = vertex_vector(x, G.shape[0])
+    return _sweep(G, H, vertex_vector(x, G.shape[0]))
+
+
+def _sweep(G: sp.csr_matrix, H: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, float]:
+    """:func:`sweep` on checked graphs and vector."""
     order = np.argsort(x, kind="stable")
     cg, ch = sweep_cuts(G, order), sweep_cuts(H, order)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -238,6 +247,13 @@ def signed_eigenpair(
     tol = number("tol", tol, low=0.0)
     G = as_graph(G, "G")
     H = as_graph(H, "H", G.shape[0])
+    return _signed_eigenpair(G, H, solver=solver, tol=tol, random_state=random_state)
+
+
+def _signed_eigenpair(
+    G: sp.csr_matrix, H: sp.csr_matrix, *, solver: Solver, tol: float, random_state: int | None
+) -> tuple[float, np.ndarray]:
+    """:func:`signed_eigenpair` on graphs :func:`as_graph` already checked."""
     d = np.asarray(G.sum(axis=1)).ravel() + np.asarray(H.sum(axis=1)).ravel()
     if np.any(d <= 0):
         raise ValueError("every vertex needs an edge in G or H for the signed Laplacian")
@@ -353,8 +369,30 @@ def cc_eigenpair(
     ridge = number("ridge", ridge, low=0.0, low_open=True)
     G = as_graph(G, "G")
     H = as_graph(H, "H", G.shape[0])
+    return _cc_eigenpair(
+        G,
+        H,
+        solver=solver,
+        ridge=ridge,
+        tol=tol,
+        random_state=random_state,
+        preconditioner=preconditioner,
+    )
+
+
+def _cc_eigenpair(
+    G: sp.csr_matrix,
+    H: sp.csr_matrix,
+    *,
+    solver: Solver,
+    ridge: float,
+    tol: float,
+    random_state: int | None,
+    preconditioner: Preconditioner,
+) -> tuple[float, np.ndarray]:
+    """:func:`cc_eigenpair` on graphs :func:`as_graph` already checked."""
     n = G.shape[0]
-    LG, LH = laplacian(G), laplacian(H)
+    LG, LH = _laplacian(G), _laplacian(H)
     if _use_dense(solver, n):
         # Exact and well conditioned: on 1-perp (orthonormal basis Q) L_G is positive definite
         # for connected G, so solve the reversed pencil Q'L_H Q y = mu Q'L_G Q y for the
@@ -458,8 +496,7 @@ def constrained_cut(
     """
     if method not in ("signed", "cc"):
         raise ValueError(f"method must be 'signed' or 'cc', got {method!r}")
-    if not (isinstance(ridge, (int, float)) and np.isfinite(ridge) and ridge > 0):
-        raise ValueError(f"ridge must be a positive finite number, got {ridge!r}")
+    ridge = number("ridge", ridge, low=0.0, low_open=True)
     tol = number("tol", tol, low=0.0)
     _use_dense(solver, 2)  # validates the name
     Gm = as_graph(G, "G")
@@ -478,17 +515,20 @@ def constrained_cut(
             )
         mask = comp == best
         return ConstrainedCut(_labels_from_mask(mask), 0.0, 0.0, 0.0, mask.astype(np.float64))
+    # the graphs are checked once above; the solvers and the sweep take them as they are
+    cc = partial(
+        _cc_eigenpair,
+        solver=solver,
+        ridge=ridge,
+        tol=tol,
+        random_state=random_state,
+        preconditioner="auto",
+    )
     if method == "signed":
-        eigenvalue, x = signed_eigenpair(Gm, Hm, solver=solver, tol=tol, random_state=random_state)
-        bound = (
-            cc_eigenpair(Gm, Hm, solver=solver, ridge=ridge, tol=tol, random_state=random_state)[0]
-            if lower_bound
-            else None
-        )
+        eigenvalue, x = _signed_eigenpair(Gm, Hm, solver=solver, tol=tol, random_state=random_state)
+        bound = cc(Gm, Hm)[0] if lower_bound else None
     else:
-        eigenvalue, x = cc_eigenpair(
-            Gm, Hm, solver=solver, ridge=ridge, tol=tol, random_state=random_state
-        )
+        eigenvalue, x = cc(Gm, Hm)
         bound = eigenvalue if lower_bound else None
-    mask, ratio = sweep(Gm, Hm, x)
+    mask, ratio = _sweep(Gm, Hm, x)
     return ConstrainedCut(_labels_from_mask(mask), ratio, eigenvalue, bound, x)

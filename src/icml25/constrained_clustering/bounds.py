@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from icml25.constrained_clustering.algorithm import as_graph, laplacian, vertex_vector
+from icml25.constrained_clustering.algorithm import _laplacian, as_graph, vertex_vector
 from icml25.core.validate import number
 
 BRUTE_FORCE_MAX_N = 22
@@ -64,7 +64,7 @@ def brute_force(G: Any, H: Any) -> tuple[np.ndarray, float]:
     n = Gm.shape[0]
     Hm = as_graph(H, "H", n)
     _check_small(n)
-    LG, LH = laplacian(Gm).toarray(), laplacian(Hm).toarray()
+    LG, LH = _laplacian(Gm).toarray(), _laplacian(Hm).toarray()
     best_ratio, best_code = np.inf, 0
     for codes, X in _all_cuts(n):
         cg = np.einsum("ij,jk,ik->i", X, LG, X) / 4
@@ -83,7 +83,7 @@ def conductance(G: Any) -> float:
     Gm = as_graph(G, "G")
     n = Gm.shape[0]
     _check_small(n)
-    LG = laplacian(Gm).toarray()
+    LG = _laplacian(Gm).toarray()
     d = LG.diagonal()
     best = np.inf
     for _, X in _all_cuts(n):
