@@ -51,6 +51,10 @@ def _same_shape(a: Any, b: Any) -> None:
 def l1_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Per-sample mean absolute difference, shape ``(B,)``."""
     _same_shape(a, b)
+    return _l1(a, b)
+
+
+def _l1(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a - b).abs().reshape(a.shape[0], -1).mean(dim=1)
 
 
@@ -63,6 +67,10 @@ def js_divergence(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
             t.sum(-1), torch.ones((), dtype=t.dtype), atol=1e-4
         ):
             raise ValueError(f"{name} must hold probability vectors on its last dimension")
+    return _js(p, q)
+
+
+def _js(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     # Logs of clamped values: a probability that underflows to 0 contributes 0 with a finite
     # gradient (xlogy's gradient there is 0 * -inf = NaN).
     tiny = torch.finfo(p.dtype).tiny
@@ -95,10 +103,11 @@ def resolve_distance(model: ZigZag, distance: str | Distance | None) -> Distance
         distance = "js" if model.task == "classification" else "l1"
     if callable(distance):
         return distance
+    # the model's own outputs are well formed: the named distances skip the public checks
     if distance == "l1":
-        return l1_distance
+        return _l1
     if distance == "js":
-        return js_divergence
+        return _js
     raise ValueError(f"distance must be 'l1', 'js' or a callable, got {distance!r}")
 
 
@@ -110,6 +119,13 @@ def it3_objective(
     check_zigzag(f)
     check_zigzag(anchor)
     check_input(x)
+    return _objective(f, anchor, x, *args, distance=distance, **kwargs)
+
+
+def _objective(
+    f: ZigZag, anchor: ZigZag, x: torch.Tensor, *args: Any, distance: Distance, **kwargs: Any
+) -> torch.Tensor:
+    """:func:`it3_objective` on checked models and input (the adaptation loop's hot path)."""
     y0 = f.to_aux(f(x, *args, **kwargs))
     y1 = anchor.to_aux(anchor(x, *args, aux=y0, **kwargs))
     return distance(y0, y1)
@@ -143,7 +159,7 @@ def idempotence_error(
     was = model.training
     model.eval()
     try:
-        return it3_objective(model, model, x, *args, distance=dist, **kwargs)
+        return _objective(model, model, x, *args, distance=dist, **kwargs)
     finally:
         model.train(was)
 
@@ -250,7 +266,7 @@ class IT3:
         f, anchor, losses = self.work, self.anchor, []
         with torch.enable_grad():
             for _ in range(self.steps):
-                loss = it3_objective(f, anchor, x, *args, distance=self.distance, **kwargs).mean()
+                loss = _objective(f, anchor, x, *args, distance=self.distance, **kwargs).mean()
                 if not torch.isfinite(loss):
                     raise FloatingPointError(
                         f"the IT3 objective became {loss.item()}: lower lr (got {self.lr}) or "
