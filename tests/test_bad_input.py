@@ -489,6 +489,25 @@ CASES += [
         "backslash.magnitude_prune:empty", lambda: bs.magnitude_prune([], 0.5), ValueError, "params"
     ),
     Case(
+        "backslash.magnitude_prune:scope",
+        lambda: bs.magnitude_prune([torch.ones(2)], 0.5, scope="layer"),
+        ValueError,
+        "scope must be 'tensor' or 'global'",
+    ),
+    Case("backslash.BackSlash:eps", lambda: bs.BackSlash(_net, 1.0, eps=-0.1), ValueError, "eps"),
+    Case(
+        "backslash.prox_power:eps",
+        lambda: bs.prox_power(torch.ones(3), 1.0, 0.5, eps=NAN),
+        ValueError,
+        "eps must",
+    ),
+    Case(
+        "backslash.gg_rate:eps",
+        lambda: bs.gg_rate([torch.ones(3)], 1.0, eps=-1.0),
+        ValueError,
+        "eps must",
+    ),
+    Case(
         "backslash.save:not a module",
         lambda: bs.save_compressed("net", "x.bs", 0.1),
         TypeError,

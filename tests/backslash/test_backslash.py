@@ -141,12 +141,37 @@ def test_load_refuses_a_wrong_file_or_model(tmp_path):
 def test_magnitude_prune_uses_one_global_threshold():
     a = torch.tensor([0.1, -0.2, 0.3, -0.4])
     b = torch.tensor([1.0, 2.0, -0.05, 3.0, 0.5, -0.6])
-    zeros = magnitude_prune([a, b], 0.5)
+    zeros = magnitude_prune([a, b], 0.5, scope="global")
     assert zeros == 5
     assert a.tolist() == [0, 0, 0, 0]  # the five smallest: 0.05 and all of a
     torch.testing.assert_close(b, torch.tensor([1.0, 2.0, 0.0, 3.0, 0.5, -0.6]))
     with pytest.raises(ValueError, match="fraction"):
         magnitude_prune([a], 1.5)
+
+
+def test_magnitude_prune_per_tensor_matches_torch_l1_unstructured():
+    from torch.nn.utils import prune
+
+    g = torch.Generator().manual_seed(0)
+    layers = [nn.Linear(20, 30), nn.Linear(30, 5)]
+    with torch.no_grad():
+        layers[1].weight.mul_(15.0)  # scales 15-fold apart: a global cutoff would take layer 0
+        for lin in layers:
+            lin.weight.add_(1e-3 * torch.randn(lin.weight.shape, generator=g))
+    ours = [lin.weight.detach().clone() for lin in layers]
+    magnitude_prune(ours, 0.8)
+    for lin, w in zip(layers, ours, strict=True):
+        prune.l1_unstructured(lin, "weight", amount=0.8)
+        assert torch.equal(lin.weight.detach(), w)
+        assert (w == 0).float().mean().item() == pytest.approx(0.8, abs=0.01)
+    glob = [torch.randn(100, generator=g), 15 * torch.randn(100, generator=g)]
+    thr = torch.cat(glob).abs().sort().values[99]  # brute force: the 100th smallest of 200
+    expect = [torch.where(t.abs() <= thr, 0.0, t) for t in glob]
+    magnitude_prune(glob, 0.5, scope="global")
+    assert all(torch.equal(a, b) for a, b in zip(glob, expect, strict=True))
+    assert (glob[0] == 0).float().mean() > 0.8  # the small-scale tensor goes almost whole
+    with pytest.raises(ValueError, match="scope"):
+        magnitude_prune(ours, 0.5, scope="layer")
 
 
 # --------------------------------------------------------------------------------- the rate
@@ -182,6 +207,36 @@ def test_prox_is_the_minimiser_by_brute_force(nu, t):
         f = 0.5 * (grid - ai) ** 2 + t * np.abs(grid) ** nu
         fz = 0.5 * (zi - ai) ** 2 + t * abs(zi) ** nu
         assert fz <= f.min() + 1e-9, (ai, zi, grid[f.argmin()])
+
+
+@pytest.mark.parametrize("nu", [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5])
+@pytest.mark.parametrize("t", [1e-3, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("eps", [1e-4, 0.01, 0.2])
+def test_smoothed_prox_is_the_minimiser_by_brute_force(nu, t, eps):
+    rng = np.random.default_rng(1)
+    a = np.r_[rng.normal(size=12) * rng.choice([0.01, 0.5, 3.0], size=12), 0.0, 1e-9]
+    z = prox_power(torch.tensor(a), t, nu, eps=eps).numpy()
+    grid = np.linspace(-8, 8, 800_001)
+    for ai, zi in zip(a, z, strict=True):
+        f = 0.5 * (grid - ai) ** 2 + t * (np.abs(grid) + eps) ** nu
+        fz = 0.5 * (zi - ai) ** 2 + t * (abs(zi) + eps) ** nu
+        assert fz <= f.min() + 1e-9, (ai, zi, grid[f.argmin()])
+
+
+def test_smoothing_closed_forms_and_the_rate():
+    x = torch.tensor([-1.0, -0.05, 0.0, 0.02, 0.7], dtype=torch.float64)
+    # nu = 1: (|z| + eps) differs from |z| by a constant, so the prox is soft thresholding
+    torch.testing.assert_close(prox_power(x, 0.1, 1.0, eps=0.3), prox_power(x, 0.1, 1.0))
+    # nu = 2: stationarity z + 2t(z + eps) = |x| where that is positive
+    want = torch.sign(x) * ((x.abs() - 0.2 * 0.05) / 1.2).clamp_min(0)
+    torch.testing.assert_close(prox_power(x, 0.1, 2.0, eps=0.05), want)
+    assert gg_rate([x], 0.5, "sum", eps=0.1) == pytest.approx(float((x.abs() + 0.1).sqrt().sum()))
+    net = nn.Linear(3, 2)
+    assert BackSlash(net, 1.0, eps=0.1).rate() == pytest.approx(
+        float((net.weight.detach().abs() + 0.1).pow(BackSlash(net, 1.0).nu_).mean()), rel=1e-6
+    )
+    with pytest.raises(ValueError, match="eps"):
+        prox_power(x, 0.1, 0.5, eps=-1.0)
 
 
 def test_prox_closed_forms():

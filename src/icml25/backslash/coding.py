@@ -393,18 +393,27 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
 
 
 @torch.no_grad()
-def magnitude_prune(params: Any, fraction: float) -> int:
-    """Zero the ``fraction`` of smallest-magnitude entries over all ``params`` together (one
-    global threshold, ties at the threshold pruned). Returns how many entries are zero after."""
+def magnitude_prune(params: Any, fraction: float, *, scope: str = "tensor") -> int:
+    """Zero the ``fraction`` of smallest-magnitude entries (ties at the threshold pruned).
+
+    ``scope="tensor"`` (default, as ``torch.nn.utils.prune.l1_unstructured`` applies per
+    module): each tensor loses ``fraction`` of its own entries. ``scope="global"``: one
+    threshold over all ``params`` together; when tensors' scales differ, whole tensors go.
+    Returns how many entries are zero after.
+    """
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    if scope not in ("tensor", "global"):
+        raise ValueError(f"scope must be 'tensor' or 'global', got {scope!r}")
     tensors = list(params)
     if not tensors:
         raise ValueError("params must not be empty")
-    flat = torch.cat([p.detach().abs().flatten() for p in tensors])
-    k = round(fraction * flat.numel())
-    if k > 0:
-        thr = torch.kthvalue(flat, k).values
-        for p in tensors:
-            p.masked_fill_(p.abs() <= thr, 0.0)
+    groups = [tensors] if scope == "global" else [[p] for p in tensors]
+    for group in groups:
+        flat = torch.cat([p.detach().abs().flatten() for p in group])
+        k = round(fraction * flat.numel())
+        if k > 0:
+            thr = torch.kthvalue(flat, k).values
+            for p in group:
+                p.masked_fill_(p.abs() <= thr, 0.0)
     return int(sum(int((p == 0).sum()) for p in tensors))

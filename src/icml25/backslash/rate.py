@@ -75,13 +75,18 @@ def gg_shape(theta: torch.Tensor | np.ndarray, bounds: tuple[float, float] = NU_
     return float(brentq(lambda v: math.log(gg_rho(v)) - math.log(rho), lo, hi, xtol=1e-10))
 
 
-def gg_rate(params: Iterable[torch.Tensor], nu: float, reduction: str = "mean") -> float:
-    """``R = (1/N) sum |theta_i|^nu`` over all the tensors (``reduction="sum"``: no 1/N)."""
+def gg_rate(
+    params: Iterable[torch.Tensor], nu: float, reduction: str = "mean", eps: float = 0.0
+) -> float:
+    """``R = (1/N) sum (|theta_i| + eps)^nu`` over all the tensors (``reduction="sum"``: no
+    1/N; ``eps = 0``: the unsmoothed rate)."""
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+    if not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     total, count = 0.0, 0
     for p in params:
-        total += float(p.detach().abs().double().pow(nu).sum())
+        total += float((p.detach().abs().double() + eps).pow(nu).sum())
         count += p.numel()
     return total / max(count, 1) if reduction == "mean" else total
 
@@ -134,23 +139,32 @@ def _root(a: torch.Tensor, lo: torch.Tensor, t: float, nu: float) -> torch.Tenso
     return z
 
 
-def prox_power(theta: torch.Tensor, t: float, nu: float) -> torch.Tensor:
-    """``argmin_z 1/2 (z - theta)^2 + t |z|^nu``, elementwise (a new tensor).
+def prox_power(theta: torch.Tensor, t: float, nu: float, eps: float = 0.0) -> torch.Tensor:
+    """``argmin_z 1/2 (z - theta)^2 + t (|z| + eps)^nu``, elementwise (a new tensor).
 
     ``nu = 1`` is soft thresholding and ``nu = 2`` is shrinkage by ``1 / (1 + 2t)``. For
     ``nu > 1`` the minimiser is the root of ``z + t nu z^(nu-1) = |theta|`` in
     ``[0, |theta|]``. For ``nu < 1`` (non-convex) the prox is 0 unless that equation has a root
     beyond ``z0 = (t nu (1 - nu))^(1/(2-nu))`` whose objective beats ``theta^2 / 2``: a hard
     threshold followed by shrinkage. Computed in ``theta``'s dtype (a few Newton steps).
+
+    ``eps > 0`` is the paper's smoothing of the rate, ``(|theta| + eps)^nu``: its slope at 0 is
+    finite for ``nu < 1``. With ``w = |z| + eps`` it is the same problem for ``|theta| + eps``
+    on ``w >= eps``, whose candidates are ``w = eps`` (``z = 0``) and the root beyond
+    ``max(z0, eps)``.
     """
     if not (t >= 0 and math.isfinite(t)):
         raise ValueError(f"t must be a finite number >= 0, got {t!r}")
     if not (nu > 0 and math.isfinite(nu)):
         raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
+    if not (eps >= 0 and math.isfinite(eps)):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     if t == 0:
         return theta.clone()
     a = theta.detach().abs()
-    if nu == 1.0:
+    if eps > 0:
+        z = _prox_smoothed(a, t, nu, eps)
+    elif nu == 1.0:
         z = torch.clamp(a - t, min=0.0)
     elif nu == 2.0:
         z = a / (1 + 2 * t)
@@ -167,6 +181,26 @@ def prox_power(theta: torch.Tensor, t: float, nu: float) -> torch.Tensor:
             keep = 0.5 * (r - ac) ** 2 + t * r.pow(nu) < 0.5 * ac**2
             z[cand] = torch.where(keep, r, torch.zeros_like(r))
     return torch.sign(theta.detach()) * z
+
+
+def _prox_smoothed(a: torch.Tensor, t: float, nu: float, eps: float) -> torch.Tensor:
+    """``argmin_{z >= 0} 1/2 (z - a)^2 + t (z + eps)^nu`` for ``a >= 0``, via ``w = z + eps``:
+    ``g(w) = w + t nu w^(nu-1)`` falls until ``w0`` (only for ``nu < 1``) and then rises, so
+    the only interior minimum is the root of ``g(w) = a + eps`` beyond ``max(w0, eps)``; it
+    is kept where it beats ``w = eps``."""
+    b = a + eps
+    lo = eps
+    if nu < 1.0:
+        lo = max(lo, (t * nu * (1 - nu)) ** (1 / (2 - nu)))
+    z = torch.zeros_like(a)
+    cand = b > lo + t * nu * lo ** (nu - 1)
+    if bool(cand.any()):
+        bc = b[cand]
+        w = _root(bc, torch.full_like(bc, lo), t, nu)
+        h_w = 0.5 * (w - bc) ** 2 + t * w.pow(nu)
+        h_eps = 0.5 * (eps - bc) ** 2 + t * eps**nu
+        z[cand] = torch.where(h_w < h_eps, w - eps, torch.zeros_like(w))
+    return z
 
 
 def default_rate_params(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
@@ -204,6 +238,10 @@ class BackSlash:
     nu_bounds
         Clamp for the estimated shape. Without a clamp, the zeros that the prox creates raise
         the kurtosis and ``nu`` runs to the table's end (the brief's pitfall).
+    eps
+        The paper's smoothing of the rate, ``R = mean (|theta| + eps)^nu`` (default 0: the
+        unsmoothed rate). With ``eps > 0`` the penalty's slope at 0 is finite for ``nu < 1``,
+        so small weights shrink instead of being hard-thresholded.
 
     Examples
     --------
@@ -221,6 +259,7 @@ class BackSlash:
         reduction: str = "mean",
         nu_bounds: tuple[float, float] = (0.5, 2.0),
         nu_every: int = 1,
+        eps: float = 0.0,
     ) -> None:
         if not isinstance(lam, (int, float)) or not (lam >= 0 and math.isfinite(lam)):
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
@@ -230,6 +269,7 @@ class BackSlash:
             raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         if not isinstance(nu_every, int) or nu_every < 1:
             raise ValueError(f"nu_every must be a positive integer, got {nu_every!r}")
+        self.eps = V.number("eps", eps, low=0.0)
         lo, hi = nu_bounds
         if not 0 < lo <= hi:
             raise ValueError(f"nu_bounds must satisfy 0 < low <= high, got {nu_bounds!r}")
@@ -251,7 +291,7 @@ class BackSlash:
 
     def rate(self) -> float:
         """The current ``R(theta)`` at the current ``nu``."""
-        return gg_rate(self.params, self.nu_, self.reduction)
+        return gg_rate(self.params, self.nu_, self.reduction, self.eps)
 
     @torch.no_grad()
     def step(self, optimizer: torch.optim.Optimizer | None = None, lr: float | None = None) -> None:
@@ -275,7 +315,7 @@ class BackSlash:
                 raise ValueError("pass lr= or the optimizer that holds the parameters")
             if not (math.isfinite(eta) and eta >= 0):
                 raise ValueError(f"the optimizer's lr must be a finite number >= 0, got {eta!r}")
-            p.copy_(prox_power(p, eta * scale, self.nu_))
+            p.copy_(prox_power(p, eta * scale, self.nu_, self.eps))
 
     def attach(self, optimizer: torch.optim.Optimizer) -> BackSlash:
         """Run :meth:`step` after every ``optimizer.step()`` (a step post-hook)."""
