@@ -146,6 +146,10 @@ def tracer_seeds(
     order), the first ``tracer_candidates`` re-ranked by ``(100 - score) + 40 [other file] +
     20 layers`` among those the policy scores above ``tracer_threshold``; the best
     ``tracer_seeds`` become searches. Empty without a trace."""
+    if not isinstance(issue, Issue):
+        raise TypeError(f"issue must be an Issue, got {type(issue).__name__}")
+    if not isinstance(graph, CodeGraph):
+        raise TypeError(f"graph must be a CodeGraph, got {type(graph).__name__}")
     cfg = config or AgentConfig()
     calls = [c for c in issue.trace if graph.node_for(c.file, c.qualname)]
     if not calls:
