@@ -154,7 +154,10 @@ def run_arm(
         )
         res = agent.localize(bug.issue, bench.graph_for(bug))
         m = match(bug.gold, res.locations)
-        rows.append((m.function_match, m.file_match, m.precision, res.tool_calls, res.scorer_calls))
+        reached = bug.gold_node in {st.node for st in res.steps}
+        rows.append(
+            (m.function_match, m.file_match, m.precision, res.tool_calls, res.scorer_calls, reached)
+        )
     a = np.array(rows, dtype=float)
     return {
         "function": a[:, 0],
@@ -162,6 +165,7 @@ def run_arm(
         "precision": a[:, 2],
         "tool_calls": a[:, 3],
         "scorer_calls": a[:, 4],
+        "reached": a[:, 5],
     }
 
 
@@ -264,15 +268,16 @@ def _report(
     ctx.note("")
     ctx.note(
         "| arm | priority | decomposition | pruning | function match % | file match % | "
-        "precision | searches | scorer calls |"
+        "precision | gold searched % | searches | scorer calls |"
     )
-    ctx.note("|---|---|---|---|---|---|---|---|---|")
+    ctx.note("|---|---|---|---|---|---|---|---|---|---|")
     for name, (p, d, r) in ARMS.items():
         v = results[name]
         ctx.note(
             f"| {name} | {'y' if p else '-'} | {'y' if d else '-'} | {'y' if r else '-'} | "
             f"{fm[name]:.1f} | {100 * v['file'].mean():.1f} | {v['precision'].mean():.3f} | "
-            f"{v['tool_calls'].mean():.1f} | {v['scorer_calls'].mean():.1f} |"
+            f"{100 * v['reached'].mean():.1f} | {v['tool_calls'].mean():.1f} | "
+            f"{v['scorer_calls'].mean():.1f} |"
         )
     ctx.note("")
     ctx.note(
@@ -307,7 +312,7 @@ def _report(
     )
     ax.set_ylabel("function match (%)")
     ax.set_title(f"Arms at 10 searches, {n} injected stdlib bugs (95% bootstrap CI)")
-    ax.tick_params(axis="x", labelsize=8)
+    ax.tick_params(axis="x", labelsize=8, rotation=20)
     ctx.save_figure(fig, "arms")
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
