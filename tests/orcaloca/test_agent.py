@@ -155,3 +155,28 @@ def test_cli_main_localize(repo, tmp_path, capsys):
     assert main(["localize", str(issue), "--repo", str(repo), "--max-steps", "5"]) == 0
     out = capsys.readouterr().out
     assert "Bug locations" in out and "1." in out
+
+
+def test_tracer_seeds_rerank_formula(repo):
+    from icml25.orcaloca import TraceCall, tracer_seeds
+
+    g = build_graph(repo)
+    s, u = "pkg/shapes.py", "pkg/util.py"
+    trace = (
+        TraceCall(s, "Box.volume", 0, 0, -1),  # key parent: named in the issue
+        TraceCall(s, "area", 1, 1, 0),
+        TraceCall(s, "_mul", 2, 2, 1),
+        TraceCall(u, "helper", 3, 3, 2),
+        TraceCall(s, "Box.label", 0, 4, -1),  # not below a key parent: ignored
+    )
+    # rerank = (100 - score) + 40 [other file] + 20 layers: area 30+0+20 = 50,
+    # _mul 5+0+40 = 45, helper 0+40+60 = 100; label is never a candidate
+    pol = FixedScore({"area": 70, "_mul": 95, "helper": 100, "Box.label": 100})
+    pol.prepare(Issue("volume() is wrong"), g)
+    got = tracer_seeds(Issue("volume() is wrong", trace), g, pol)
+    assert [a.arg("query_name") for a in got] == ["_mul", "area", "helper"]
+    assert all(a.arg("file_path") for a in got)
+    # scores at or below 50 are dropped
+    pol.fixed["area"] = 50
+    got = tracer_seeds(Issue("volume() is wrong", trace), g, pol)
+    assert [a.arg("query_name") for a in got] == ["_mul", "helper"]
