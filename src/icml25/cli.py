@@ -1,4 +1,5 @@
-"""The command line: ``icml25 list``, ``icml25 reproduce [NAME ...]``, ``icml25 report DIR``."""
+"""The command line: ``icml25 list``, ``icml25 reproduce [NAME ...]``, ``icml25 report DIR``,
+``icml25 localize ISSUE_FILE --repo PATH`` (OrcaLoca)."""
 
 from __future__ import annotations
 
@@ -98,6 +99,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write ./REPRODUCTION.md and ./docs/reproduction/ (figures, results.json)",
     )
+    loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
+    loc.add_argument("issue_file", type=Path, help="a text file with the issue")
+    loc.add_argument("--repo", type=Path, required=True, help="the repository to search")
+    loc.add_argument("--reproducer", type=Path, default=None, help="a script whose trace seeds")
+    loc.add_argument("--max-steps", type=int, default=30, help="searches at most (default 30)")
     return p
 
 
@@ -195,6 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_list()
     if args.command == "reproduce":
         return cmd_reproduce(args, argv)
+    if args.command == "localize":
+        from icml25.orcaloca.cli import run_localize
+
+        return run_localize(
+            args.issue_file, args.repo, reproducer=args.reproducer, max_steps=args.max_steps
+        )
     return cmd_report(args)
 
 

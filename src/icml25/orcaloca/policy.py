@@ -1,0 +1,631 @@
+"""The decision maker behind the agent: a language model, or an explicit seeded scoring policy.
+
+OrcaLoca asks an LLM three things: a relevance score 0..100 for a piece of code ("how likely
+does this code need modifying to solve the issue"), a step reply (observation, potential bug
+locations, new search actions) and a conclusion (the bug locations). :class:`LLMPolicy` asks
+any :class:`icml25.core.llm.LanguageModel` (a local Hugging Face model or an OpenAI-compatible
+endpoint) with the official prompts' structure and parses its JSON.
+
+:class:`RetrievalPolicy` is the embedded default: no language model, every decision an explicit
+function of the issue text and the reproducer's real trace, plus seeded Gaussian noise of a
+chosen size so that a reproduction can make the scorer worse on purpose:
+
+- code score: ``100 sigmoid(1.2 z + 1.5 [node in trace] - 1 + noise eps)``, ``z`` the TF-IDF
+  cosine of issue and code standardised over the repository's functions;
+- name score (for proposing a search it has not read yet): ``100 sigmoid(3 overlap +
+  1.5 [name in trace] - 1 + noise eps)``, ``overlap`` the share of the name's word pieces that
+  the issue contains;
+- a step proposes searches for the names it reads in the new result whose name score > 50
+  (at most ``max_new_actions``, best first) and re-proposes up to two queued ones scoring > 60;
+  its potential bug locations are the code it can see scoring > 50 (best three);
+- it reads its context in the order given until ``context_chars`` characters are used (a
+  finite window: this is where pruning matters to it); the conclusion returns the best
+  ``max_locations`` nodes it can see.
+
+``eps`` is a standard normal drawn from ``(seed, node or name)``: the same question always gets
+the same answer, as from a model decoding greedily.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from icml25.core import validate as V
+from icml25.orcaloca.actions import SearchAction, SearchResult
+from icml25.orcaloca.graph import CodeGraph
+from icml25.orcaloca.trace import TraceCall
+
+
+@dataclass(frozen=True)
+class Issue:
+    """An issue: its text and, when a reproducer ran, the calls it made (:func:`trace_calls`)."""
+
+    text: str
+    trace: tuple[TraceCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Location:
+    """A predicted bug location (the official output's ``file_path``, ``class_name``,
+    ``method_name``; a top-level function has an empty ``class_name``)."""
+
+    file_path: str
+    class_name: str = ""
+    method_name: str = ""
+
+    @property
+    def node_id(self) -> str:
+        q = ".".join(p for p in (self.class_name, self.method_name) if p)
+        return f"{self.file_path}::{q}" if q else self.file_path
+
+    @classmethod
+    def of_node(cls, graph: CodeGraph, node_id: str) -> Location:
+        n = graph.nodes[node_id]
+        if n.kind == "method":
+            c, m = n.qualname.split(".", 1)
+            return cls(n.file, c, m)
+        if n.kind == "class":
+            return cls(n.file, n.name, "")
+        if n.kind in ("function", "global"):
+            return cls(n.file, "", n.name)
+        return cls(n.file or node_id)
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """One step's reply: observation, potential bug locations, new search actions."""
+
+    observation: str
+    locations: tuple[Location, ...] = ()
+    actions: tuple[SearchAction, ...] = ()
+
+
+class Policy(Protocol):
+    """What the agent asks its decision maker (an LLM or :class:`RetrievalPolicy`)."""
+
+    def prepare(self, issue: Issue, graph: CodeGraph) -> None: ...
+
+    def score(self, node_id: str, code: str) -> int: ...
+
+    def step(
+        self,
+        *,
+        new: SearchResult | None,
+        context: Sequence[SearchResult],
+        queue: Sequence[SearchAction],
+    ) -> StepOutput: ...
+
+    def conclude(
+        self, *, context: Sequence[SearchResult], last: StepOutput | None
+    ) -> tuple[Location, ...]: ...
+
+
+# --------------------------------------------------------------------------- text retrieval
+_STOP = frozenset(
+    "self cls the and for not none true false return if else elif def class import from as "
+    "with in is or of to be it this that a an on at by we raise try except while pass break "
+    "continue lambda yield assert del global nonlocal args kwargs str int len list dict".split()
+)
+_BUILTINS = frozenset(dir(builtins))
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def word_pieces(text: str) -> list[str]:
+    """Identifiers split at ``_`` and camel case, lower-cased, plus each whole identifier;
+    keywords and one-letter pieces dropped."""
+    out: list[str] = []
+    for ident in _IDENT.findall(text):
+        low = ident.lower().strip("_")
+        pieces = [p.lower() for part in ident.split("_") for p in _CAMEL.findall(part)]
+        if len(pieces) > 1 and low and low not in _STOP:
+            out.append(low)
+        out.extend(p for p in pieces if len(p) > 1 and p not in _STOP)
+    return out
+
+
+_DOC_CACHE: dict[str, Counter[str]] = {}
+
+
+def _doc(code: str) -> Counter[str]:
+    hit = _DOC_CACHE.get(code)
+    if hit is None:
+        if len(_DOC_CACHE) > 50_000:
+            _DOC_CACHE.clear()
+        hit = _DOC_CACHE[code] = Counter(word_pieces(code))
+    return hit
+
+
+@dataclass
+class _Index:
+    n: int
+    idf: dict[str, float]
+    postings: dict[str, list[tuple[int, float]]]
+    norms: np.ndarray
+    by_name: dict[str, list[str]]
+
+
+_INDEX: dict[int, tuple[Any, _Index]] = {}
+
+
+def _index(graph: CodeGraph) -> _Index:
+    """TF-IDF index of a graph's functions, methods and classes, shared by the graphs that
+    :meth:`CodeGraph.with_source` derives from one base (same nodes; the statistics come from
+    the base text)."""
+    hit = _INDEX.get(id(graph.nodes))
+    if hit is not None and hit[0] is graph.nodes:
+        return hit[1]
+    ids = [n.id for n in graph.nodes.values() if n.kind in ("function", "method", "class")]
+    docs = [_doc(graph.source(i)) for i in ids]
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(d.keys())
+    n = len(docs)
+    idf = {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
+    postings: dict[str, list[tuple[int, float]]] = {}
+    norms = np.ones(max(n, 1))
+    for k, d in enumerate(docs):
+        sq = 0.0
+        for t, c in d.items():
+            w = (1.0 + math.log(c)) * idf[t]
+            postings.setdefault(t, []).append((k, w))
+            sq += w * w
+        norms[k] = math.sqrt(sq) or 1.0
+    by_name: dict[str, list[str]] = {}
+    for node in graph.nodes.values():
+        by_name.setdefault(node.name, []).append(node.id)
+    if len(_INDEX) > 8:
+        _INDEX.clear()
+    index = _Index(max(n, 1), idf, postings, norms, by_name)
+    _INDEX[id(graph.nodes)] = (graph.nodes, index)
+    return index
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _eps(seed: int, key: str) -> float:
+    """A standard normal that is a fixed function of ``(seed, key)`` (Box-Muller on two
+    CRC-32 hashes)."""
+    raw = f"{seed}:{key}".encode()
+    u1 = (zlib.crc32(raw) + 0.5) / 2**32
+    u2 = (zlib.crc32(raw, 0x9E3779B9) + 0.5) / 2**32
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+class RetrievalPolicy:
+    """The embedded, explicit, seeded decision maker (see the module docstring).
+
+    Parameters
+    ----------
+    noise
+        Standard deviation of the Gaussian noise added to every score's logit (0: none).
+    seed
+        Seed of the noise.
+    context_chars
+        How many characters of context it reads per step (its window).
+    max_locations
+        Cap on the conclusion's locations.
+    max_new_actions
+        Cap on the new searches it proposes per step.
+    """
+
+    def __init__(
+        self,
+        *,
+        noise: float = 0.0,
+        seed: int = 0,
+        context_chars: int = 12_000,
+        max_locations: int = 3,
+        max_new_actions: int = 4,
+    ) -> None:
+        self.noise = V.number("noise", noise, low=0.0)
+        self.seed = V.integer("seed", seed, low=0)
+        self.context_chars = V.integer("context_chars", context_chars, low=1)
+        self.max_locations = V.integer("max_locations", max_locations, low=1)
+        self.max_new_actions = V.integer("max_new_actions", max_new_actions, low=0)
+        self.graph: CodeGraph | None = None
+        self.calls = 0
+
+    # ------------------------------------------------------------------ setup
+    def prepare(self, issue: Issue, graph: CodeGraph) -> None:
+        """Index the repository's functions and the issue (called once per issue)."""
+        if not isinstance(issue, Issue):
+            raise TypeError(f"issue must be an Issue, got {type(issue).__name__}")
+        self.graph, self.issue = graph, issue
+        index = _index(graph)
+        self.idf, self._by_name = index.idf, index.by_name
+        q = Counter(word_pieces(issue.text))
+        self.issue_words = set(q)
+        unseen = math.log(index.n + 1) + 1.0
+        self.qvec = {t: c * self.idf.get(t, unseen) for t, c in q.items()}
+        self.qnorm = math.sqrt(sum(v * v for v in self.qvec.values())) or 1.0
+        cos = np.zeros(index.n)
+        for t, qw in self.qvec.items():
+            for d, w in index.postings.get(t, ()):
+                cos[d] += qw * w
+        cos /= index.norms * self.qnorm
+        self.mu, self.sd = float(cos.mean()), float(cos.std()) or 1.0
+        self.traced = {f"{c.file}::{c.qualname}" for c in issue.trace}
+        self.traced_names = {c.qualname.split(".")[-1] for c in issue.trace} | {
+            c.qualname.split(".")[0] for c in issue.trace
+        }
+        self._memo: dict[tuple[str, str], int] = {}
+
+    def _cosine(self, doc: Counter[str]) -> float:
+        num, den = 0.0, 0.0
+        for t, c in doc.items():
+            w = (1.0 + math.log(c)) * self.idf.get(t, 1.0)
+            den += w * w
+            if t in self.qvec:
+                num += w * self.qvec[t]
+        return num / (math.sqrt(den) * self.qnorm) if den else 0.0
+
+    # ------------------------------------------------------------------ scores
+    def score(self, node_id: str, code: str) -> int:
+        """Relevance 0..100 of ``code`` (the text of ``node_id``) to the issue."""
+        key = ("code", node_id + "\0" + code)
+        hit = self._memo.get(key)
+        if hit is None:
+            self.calls += 1
+            z = (self._cosine(_doc(code)) - self.mu) / self.sd
+            logit = 1.2 * z + 1.5 * (node_id in self.traced) - 1.0
+            if self.noise:
+                logit += self.noise * _eps(self.seed, "code:" + node_id)
+            hit = self._memo[key] = round(100 * _sigmoid(logit))
+        return hit
+
+    def name_score(self, name: str) -> int:
+        """Relevance 0..100 of a name it has not read the code of."""
+        key = ("name", name)
+        hit = self._memo.get(key)
+        if hit is None:
+            pieces = set(word_pieces(name)) or {name.lower()}
+            overlap = len(pieces & self.issue_words) / len(pieces)
+            logit = 3.0 * overlap + 1.5 * (name in self.traced_names) - 1.0
+            if self.noise:
+                logit += self.noise * _eps(self.seed, "name:" + name)
+            hit = self._memo[key] = round(100 * _sigmoid(logit))
+        return hit
+
+    # ------------------------------------------------------------------ reading
+    def _visible(self, new: SearchResult | None, context: Sequence[SearchResult]) -> list[str]:
+        """Code nodes whose text it reads: the new result, then context in order, within its
+        window; a full class or file text shows the functions inside it."""
+        assert self.graph is not None
+        g, seen, out, used = self.graph, set(), [], 0
+        for r in ([new] if new is not None else []) + list(context):
+            if r is not new:
+                used += len(r.text)
+                if used > self.context_chars:
+                    break
+            if r.node is None:
+                continue
+            ids = [r.node]
+            if r.kind == "class":
+                ids += g.children(r.node, "method")
+            elif r.kind == "file":
+                ids += [c for c in g.children(r.node) if g.nodes[c].kind != "global"]
+                ids += [m for c in list(ids) for m in g.children(c, "method")]
+            for i in ids:
+                if i not in seen and g.nodes[i].kind in ("function", "method"):
+                    seen.add(i)
+                    out.append(i)
+        return out
+
+    def _names_in(self, r: SearchResult) -> list[SearchAction]:
+        """Searches a reader of ``r`` could ask for: the calls in a function, the methods and
+        functions of a class or file, the candidates of a disambiguation list."""
+        assert self.graph is not None
+        g = self.graph
+        out: list[SearchAction] = []
+        if r.kind == "disambiguation":
+            for c in r.candidates:
+                n = g.nodes[c]
+                if n.kind == "method":
+                    cl, m = n.qualname.split(".", 1)
+                    out.append(
+                        SearchAction.make(
+                            "search_method_in_class", class_name=cl, method_name=m, file_path=n.file
+                        )
+                    )
+                elif n.kind in ("function", "class"):
+                    out.append(
+                        SearchAction.make("search_callable", query_name=n.name, file_path=n.file)
+                    )
+            return out
+        if r.node is None:
+            return out
+        n = g.nodes[r.node]
+        if r.kind in ("function", "method"):
+            try:
+                tree = ast.parse(_dedent(r.text))
+            except SyntaxError:
+                return out
+            for sub in ast.walk(tree):
+                if not isinstance(sub, ast.Call):
+                    continue
+                f = sub.func
+                if isinstance(f, ast.Name) and f.id not in _BUILTINS:
+                    out.append(SearchAction.make("search_callable", query_name=f.id))
+                elif isinstance(f, ast.Attribute):
+                    if isinstance(f.value, ast.Name) and f.value.id == "self" and n.class_name:
+                        out.append(
+                            SearchAction.make(
+                                "search_method_in_class",
+                                class_name=n.class_name,
+                                method_name=f.attr,
+                                file_path=n.file,
+                            )
+                        )
+                    elif f.attr not in _BUILTINS:
+                        out.append(SearchAction.make("search_callable", query_name=f.attr))
+        elif r.kind in ("class", "class_skeleton"):
+            for m in g.children(r.node, "method"):
+                out.append(
+                    SearchAction.make(
+                        "search_method_in_class",
+                        class_name=n.name,
+                        method_name=g.nodes[m].name,
+                        file_path=n.file,
+                    )
+                )
+        elif r.kind in ("file", "file_skeleton"):
+            for c in g.children(r.node):
+                if g.nodes[c].kind in ("function", "class"):
+                    out.append(
+                        SearchAction.make(
+                            "search_callable", query_name=g.nodes[c].name, file_path=n.file
+                        )
+                    )
+        return out
+
+    @staticmethod
+    def _action_name(a: SearchAction) -> str:
+        return (
+            a.arg("method_name")
+            or a.arg("query_name")
+            or a.arg("class_name")
+            or a.arg("file_name")
+            or ""
+        )
+
+    def step(
+        self,
+        *,
+        new: SearchResult | None,
+        context: Sequence[SearchResult],
+        queue: Sequence[SearchAction],
+    ) -> StepOutput:
+        """Observation, potential locations and new searches after reading ``new``."""
+        if self.graph is None:
+            raise RuntimeError("call prepare(issue, graph) before step")
+        g = self.graph
+        proposals: dict[Any, tuple[int, SearchAction]] = {}
+        if new is not None:
+            for a in self._names_in(new):
+                s = self.name_score(self._action_name(a))
+                if s > 50 and a.key not in proposals:
+                    proposals[a.key] = (s, a)
+        else:  # first step: the names the issue mentions that the repository defines
+            for w in dict.fromkeys(_IDENT.findall(self.issue.text)):
+                if any(g.nodes[i].kind in ("function", "class", "method") for i in self._defs(w)):
+                    s = self.name_score(w)
+                    if s > 50:
+                        proposals[w] = (s, SearchAction.make("search_callable", query_name=w))
+        best = sorted(proposals.values(), key=lambda t: -t[0])[: self.max_new_actions]
+        again = sorted(
+            ((self.name_score(self._action_name(a)), a) for a in queue),
+            key=lambda t: -t[0],
+        )
+        actions = [a for _s, a in best] + [a for s, a in again[:2] if s > 60]
+        visible = self._visible(new, context)
+        scored = sorted(((self.score(i, g.source(i)), i) for i in visible), key=lambda t: -t[0])
+        locs = tuple(Location.of_node(g, i) for s, i in scored[:3] if s > 50)
+        obs = (
+            f"read {new.action if new else 'the issue'}; "
+            f"suspects: {', '.join(loc.node_id for loc in locs) or 'none'}"
+        )
+        return StepOutput(obs, locs, tuple(actions))
+
+    def _defs(self, name: str) -> list[str]:
+        return self._by_name.get(name, [])
+
+    def conclude(
+        self, *, context: Sequence[SearchResult], last: StepOutput | None
+    ) -> tuple[Location, ...]:
+        """The best ``max_locations`` code nodes it can see (and last step's suspects)."""
+        if self.graph is None:
+            raise RuntimeError("call prepare(issue, graph) before conclude")
+        g = self.graph
+        ids = set(self._visible(None, context))
+        if last is not None:
+            ids |= {loc.node_id for loc in last.locations if loc.node_id in g.nodes}
+        ranked = sorted(ids, key=lambda i: (-self.score(i, g.source(i)), i))
+        return tuple(Location.of_node(g, i) for i in ranked[: self.max_locations])
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)
+
+
+# --------------------------------------------------------------------------- language model
+SCORER_SYSTEM = (
+    "You are a Python expert. Score how likely the given code needs to be modified to solve "
+    "the issue, as one integer from 0 to 100."
+)
+STEP_SYSTEM = (
+    "You localize the bug of an issue in a code repository by calling search APIs: "
+    "search_class(class_name, file_path?), search_method_in_class(class_name, method_name, "
+    "file_path?), search_callable(query_name, file_path?), search_file_contents(file_name, "
+    "directory_path?), search_source_code(file_path, source_code). Read the new result against "
+    "the earlier search results, list potential bug locations, and plan new actions (or none). "
+    'Answer in JSON: {"observation_feedback": str, "potential_bug_locations": [{"file_path": '
+    'str, "class_name": str, "method_name": str}], "new_search_actions": [{"action": str, '
+    '"action_input": {...}}]}'
+)
+CONCLUDE_SYSTEM = (
+    "Conclude the search: answer in JSON with the bug locations only: "
+    '{"bug_locations": [{"file_path": str, "class_name": str, "method_name": str}]}'
+)
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (``None`` if there is none)."""
+    start = text.find("{")
+    while start >= 0:
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[start : i + 1])
+                    except json.JSONDecodeError:
+                        break
+                    return obj if isinstance(obj, dict) else None
+        start = text.find("{", start + 1)
+    return None
+
+
+def _locations(items: Any) -> tuple[Location, ...]:
+    out = []
+    for it in items if isinstance(items, list) else []:
+        if isinstance(it, dict) and isinstance(it.get("file_path"), str) and it["file_path"]:
+            out.append(
+                Location(
+                    it["file_path"].lstrip("/"),
+                    str(it.get("class_name") or ""),
+                    str(it.get("method_name") or ""),
+                )
+            )
+    return tuple(out)
+
+
+class LLMPolicy:
+    """The agent's decisions asked of a language model (OrcaLoca's prompts, shortened).
+
+    Parameters
+    ----------
+    lm
+        Any :class:`icml25.core.llm.LanguageModel`: ``HFLanguageModel`` or
+        ``OpenAICompatibleLM``.
+    max_new_tokens
+        Tokens generated per step reply (the scorer generates 4).
+    context_chars
+        Characters of search results put in a prompt (the newest are kept).
+
+    Replies that are not valid JSON give no locations and no actions; a score that is not an
+    integer counts as 0 (``failures`` counts both; the official code raises instead).
+    """
+
+    def __init__(self, lm: Any, *, max_new_tokens: int = 256, context_chars: int = 6000) -> None:
+        if not callable(getattr(lm, "generate", None)):
+            raise TypeError(
+                f"lm must have a generate(prompts, ...) method, got {type(lm).__name__}"
+            )
+        self.lm = lm
+        self.max_new_tokens = V.integer("max_new_tokens", max_new_tokens, low=1)
+        self.context_chars = V.integer("context_chars", context_chars, low=1)
+        self.calls = 0
+        self.failures = 0
+        self.graph: CodeGraph | None = None
+
+    def prepare(self, issue: Issue, graph: CodeGraph) -> None:
+        self.issue, self.graph = issue, graph
+        seeds = ", ".join(sorted({f"{c.file}::{c.qualname}" for c in issue.trace})[:10])
+        self.issue_block = f"<issue>\n{issue.text}\n</issue>" + (
+            f"\nFunctions the reproducer ran: {seeds}" if seeds else ""
+        )
+
+    def _ask(self, prompt: str, tokens: int) -> str:
+        self.calls += 1
+        return self.lm.generate([prompt], max_new_tokens=tokens)[0]
+
+    def score(self, node_id: str, code: str) -> int:
+        reply = self._ask(
+            f"{SCORER_SYSTEM}\n{self.issue_block}\n<code>\n{code[:3000]}\n</code>\n"
+            "Answer with a single integer from 0 to 100.",
+            4,
+        )
+        m = re.search(r"\d+", reply)
+        if m is None:
+            self.failures += 1
+            return 0
+        return max(0, min(100, int(m.group())))
+
+    def _results(self, context: Sequence[SearchResult]) -> str:
+        parts, used = [], 0
+        for r in context:
+            used += len(r.text)
+            if used > self.context_chars:
+                break
+            parts.append(f"<Search Result {r.action}>\n{r.text}\n</Search Result>")
+        return "\n".join(parts)
+
+    def step(
+        self,
+        *,
+        new: SearchResult | None,
+        context: Sequence[SearchResult],
+        queue: Sequence[SearchAction],
+    ) -> StepOutput:
+        new_block = f"<New Info {new.action}>\n{new.text[:3000]}\n</New Info>\n" if new else ""
+        prompt = (
+            f"{STEP_SYSTEM}\n{new_block}{self.issue_block}\n{self._results(context)}\n"
+            f"Queue ({len(queue)}): "
+            + "; ".join(str(a) for a in queue[:20])
+            + "\nAnswer in strict JSON."
+        )
+        obj = parse_json_object(self._ask(prompt, self.max_new_tokens))
+        if obj is None:
+            self.failures += 1
+            return StepOutput("invalid reply")
+        actions = []
+        for it in obj.get("new_search_actions") or []:
+            if not isinstance(it, dict):
+                continue
+            raw = it.get("action_input")
+            kw: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            try:
+                actions.append(
+                    SearchAction.make(
+                        str(it.get("action")), **{str(k): str(v) for k, v in kw.items()}
+                    )
+                )
+            except (ValueError, TypeError):
+                continue
+        return StepOutput(
+            str(obj.get("observation_feedback", "")),
+            _locations(obj.get("potential_bug_locations")),
+            tuple(actions),
+        )
+
+    def conclude(
+        self, *, context: Sequence[SearchResult], last: StepOutput | None
+    ) -> tuple[Location, ...]:
+        prompt = (
+            f"{CONCLUDE_SYSTEM}\n{self.issue_block}\n{self._results(context)}\n"
+            "Answer in strict JSON."
+        )
+        obj = parse_json_object(self._ask(prompt, self.max_new_tokens))
+        if obj is None:
+            self.failures += 1
+            return ()
+        return _locations(obj.get("bug_locations"))
