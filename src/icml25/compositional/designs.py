@@ -42,7 +42,9 @@ def cyclic_design(n_values: int, k: int, *, n_concepts: int = 2) -> np.ndarray:
         Number of concepts ``K`` (>= 2). Concept ``h`` takes the value ``(a + h j) mod n`` in
         combination ``(a, j)``: the first two columns make the combinations distinct, and for
         every ``j`` each column is a permutation of the values, so each value is seen ``k``
-        times in every concept.
+        times in every concept. With ``K >= 3`` a column can repeat another (``2 j = 0 mod n``
+        for every ``j < k``, e.g. ``n = 2``), so the additive model may not be identifiable:
+        :func:`check_design` says so.
 
     Returns
     -------

@@ -128,11 +128,13 @@ def _value_means(
 
 def _lstsq_fit(
     Xc: np.ndarray, lab: np.ndarray, ns: Sequence[int]
-) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """Least-squares additive fit of centred ``Xc`` via the normal equations of the
-    treatment-coded design, assembled from counts and group sums (``O(N d)``).
+    treatment-coded design ``A``, assembled from counts and group sums (``O(N d)``).
 
-    Returns the intercept and the components (each centred over its observed values)."""
+    Returns the intercept, the components (each centred over its observed values), and the
+    coefficients ``beta`` and right-hand side ``B = A^T Xc`` (so that the residual's Gram
+    matrix is ``Xc^T Xc - beta^T B``)."""
     N = len(Xc)
     blocks = [_onehot(lab[:, h], n)[:, 1:] for h, n in enumerate(ns)]
     A = sp.hstack([sp.csr_matrix(np.ones((N, 1))), *blocks], format="csr")
@@ -154,7 +156,7 @@ def _lstsq_fit(
         u = np.where(seen[:, None], u - shift, 0.0)
         mean = mean + shift
         out.append(u)
-    return mean, tuple(out)
+    return mean, tuple(out), beta, B
 
 
 def linear_factorization(
@@ -200,7 +202,7 @@ def linear_factorization(
         lab_c = np.stack([inv.ravel() for _, inv in compact], axis=1)
         ns_c = [len(vals) for vals, _ in compact]
         check_design(lab_c, ns_c, name="labels")
-        mean_c, comps_c = _lstsq_fit(Xc, lab_c, ns_c)
+        mean_c, comps_c, beta, B = _lstsq_fit(Xc, lab_c, ns_c)
         mean = mu + mean_c
         R = Xc - mean_c
         comps_list = []
@@ -213,7 +215,13 @@ def linear_factorization(
     sst = float(np.sum(Xc * Xc))
     sse = float(np.sum(R * R))
     r2 = 1.0 - sse / sst if sst > 0 else float("nan")
-    r2w = _whitened_r2(Xc, R) if whiten else float("nan")
+    r2w = float("nan")
+    if whiten:
+        gram = Xc.T @ Xc
+        # Least squares: the residual is orthogonal to the design, R^T R = Xc^T Xc - beta^T B
+        # (one N d^2 product instead of two); the value-means fit has no such identity.
+        rgram = gram - beta.T @ B if fit == "lstsq" else R.T @ R
+        r2w = _whitened_r2(gram, rgram, len(Xc))
     cross, within = _orthogonality(means, counts)
     ranks = tuple(_rank(m[c > 0], thr) for m, c in zip(means, counts, strict=True))
     return Factorization(
@@ -229,20 +237,17 @@ def linear_factorization(
     )
 
 
-def _whitened_r2(Xc: np.ndarray, R: np.ndarray) -> float:
+def _whitened_r2(gram: np.ndarray, rgram: np.ndarray, N: int) -> float:
     """``1 - ||R W||^2 / ||Xc W||^2`` with ``W = Sigma^{-1/2}`` on the covariance's range
-    (eigenvalues below ``1e-10`` of the largest are dropped)."""
-    N = len(Xc)
-    cov = (Xc.T @ Xc) / max(N - 1, 1)
-    lam, vecs = np.linalg.eigh(cov)
+    (eigenvalues below ``1e-10`` of the largest are dropped), from the Gram matrices
+    ``Xc^T Xc`` and ``R^T R``: ``||M W||^2 = tr(M^T M Sigma^+)``."""
+    lam, vecs = np.linalg.eigh(gram / max(N - 1, 1))
     keep = lam > 1e-10 * max(float(lam.max()), 1e-300)
     if not np.any(keep):
         return float("nan")
     P = vecs[:, keep] / np.sqrt(lam[keep])
-    Rw = R @ P
-    Xw = Xc @ P
-    sst = float(np.sum(Xw * Xw))
-    return 1.0 - float(np.sum(Rw * Rw)) / sst
+    sst = float(np.sum((gram @ P) * P))
+    return 1.0 - float(np.sum((rgram @ P) * P)) / sst
 
 
 def _unit_rows(M: np.ndarray) -> np.ndarray:

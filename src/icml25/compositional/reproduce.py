@@ -190,7 +190,7 @@ class Budget:
 BUDGETS = {
     "tiny": Budget((1, 5), 200, 4, 20, 32, 2, 5, "tiny"),
     "quick": Budget((1, 2, 3, 5), 1000, 4, 400, 64, 20, 20, "minilm"),
-    "full": Budget((1, 2, 3, 4, 5, 7), 1000, 4, 1500, 64, 40, 40, "minilm"),
+    "full": Budget((1, 2, 3, 5, 7), 1000, 4, 800, 64, 40, 40, "minilm"),
 }
 
 
