@@ -117,6 +117,13 @@ def test_r2_is_one_for_additive_embeddings_on_a_full_grid(fit: str) -> None:
     assert f.r2_whitened == pytest.approx(1.0, abs=1e-8)
 
 
+def test_means_and_lstsq_agree_on_a_balanced_full_grid() -> None:
+    rng = np.random.default_rng(11)
+    lab = np.repeat(full_grid([4, 5, 3]), 3, axis=0)
+    X = rng.normal(size=(len(lab), 6))
+    assert factorization_r2(X, lab, fit="means") == pytest.approx(factorization_r2(X, lab))
+
+
 def test_lstsq_is_exact_on_unbalanced_designs_where_means_is_not() -> None:
     rng = np.random.default_rng(2)
     lab = np.repeat(cyclic_design(6, 2), rng.integers(1, 5, size=12), axis=0)
