@@ -194,8 +194,8 @@ def linear_factorization(
     if fit == "means":
         mean = mu
         comps = means
-        Xhat = sum(m[lab[:, h]] for h, m in enumerate(means))
-        R = Xc - Xhat
+        R = Xc - sum(m[lab[:, h]] for h, m in enumerate(means))
+        sse = float(np.vdot(R, R))
     else:
         # Fit on the values that occur (compact codes), then scatter back to n_h rows.
         compact = [np.unique(lab[:, h], return_inverse=True) for h in range(lab.shape[1])]
@@ -204,22 +204,23 @@ def linear_factorization(
         check_design(lab_c, ns_c, name="labels")
         mean_c, comps_c, beta, B = _lstsq_fit(Xc, lab_c, ns_c)
         mean = mu + mean_c
-        R = Xc - mean_c
         comps_list = []
         for h, u in enumerate(comps_c):
-            R -= u[lab_c[:, h]]
             full = np.zeros((ns[h], Xc.shape[1]))
             full[compact[h][0]] = u
             comps_list.append(full)
         comps = tuple(comps_list)
-    sst = float(np.sum(Xc * Xc))
-    sse = float(np.sum(R * R))
+    sst = float(np.vdot(Xc, Xc))
+    if fit == "lstsq":
+        # The least-squares residual is orthogonal to the design A, so
+        # ||R||^2 = ||Xc||^2 - ||A beta||^2 = ||Xc||^2 - <beta, A^T Xc>: no N x d residual.
+        sse = max(sst - float(np.vdot(beta, B)), 0.0)
     r2 = 1.0 - sse / sst if sst > 0 else float("nan")
     r2w = float("nan")
     if whiten:
         gram = Xc.T @ Xc
-        # Least squares: the residual is orthogonal to the design, R^T R = Xc^T Xc - beta^T B
-        # (one N d^2 product instead of two); the value-means fit has no such identity.
+        # Likewise R^T R = Xc^T Xc - beta^T B for least squares; the value-means fit has no
+        # such identity.
         rgram = gram - beta.T @ B if fit == "lstsq" else R.T @ R
         r2w = _whitened_r2(gram, rgram, len(Xc))
     cross, within = _orthogonality(means, counts)
