@@ -19,6 +19,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.llmscan",
     "icml25.cca_attention",
     "icml25.orcaloca",
+    "icml25.compositional",
 )
 
 

@@ -1,0 +1,101 @@
+"""Embeddings from any encoder: a NumPy array, a torch module, or a Hugging Face model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from icml25.core import validate as V
+
+
+def embed(encoder: Any, inputs: Any = None, *, batch_size: int = 256) -> np.ndarray:
+    """``(N, d)`` float64 embeddings of ``inputs`` under ``encoder``.
+
+    Parameters
+    ----------
+    encoder
+        One of
+
+        - an array or tensor of embeddings (then ``inputs`` must be ``None``);
+        - a ``torch.nn.Module`` whose output is a tensor (flattened to ``(N, d)``) or a model
+          output with ``last_hidden_state`` (a Hugging Face model), mean-pooled over the tokens
+          that ``attention_mask`` keeps (over all tokens without a mask).
+    inputs
+        For a module: a tensor / array (batched on its first axis) or a mapping of tensors
+        such as a tokenizer's output (all batched on their first axis).
+    batch_size
+        Rows per forward pass (the module runs in ``eval`` mode under ``torch.no_grad``; its
+        training mode is restored afterwards).
+
+    Returns
+    -------
+    numpy.ndarray
+        Finite ``(N, d)`` embeddings.
+    """
+    if isinstance(encoder, (np.ndarray, torch.Tensor)):
+        if inputs is not None:
+            raise ValueError("inputs must be None when encoder is already an array of embeddings")
+        return V.finite_array("encoder", encoder, ndim=2)
+    if not isinstance(encoder, nn.Module):
+        raise TypeError(
+            "encoder must be a NumPy array, a torch.Tensor or a torch.nn.Module, got "
+            f"{type(encoder).__name__}"
+        )
+    bs = V.integer("batch_size", batch_size, low=1)
+    if inputs is None:
+        raise ValueError("inputs must be given when encoder is a torch.nn.Module, got None")
+    if isinstance(inputs, Mapping):
+        batch = {k: torch.as_tensor(v) for k, v in inputs.items()}
+        lens = {len(v) for v in batch.values()}
+        if len(lens) != 1:
+            raise ValueError(f"inputs must share one batch size, got sizes {sorted(lens)}")
+        (n,) = lens
+    else:
+        x = torch.as_tensor(np.asarray(inputs) if not isinstance(inputs, torch.Tensor) else inputs)
+        if x.is_floating_point():
+            V.finite_tensor("inputs", x)
+            x = x.float()
+        n = len(x)
+    if n < 1:
+        raise ValueError("inputs must hold at least one row, got 0")
+    out = []
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        with torch.no_grad():
+            for s in range(0, n, bs):
+                if isinstance(inputs, Mapping):
+                    b = {k: v[s : s + bs] for k, v in batch.items()}
+                    res = encoder(**b)
+                    mask = b.get("attention_mask")
+                else:
+                    res = encoder(x[s : s + bs])
+                    mask = None
+                out.append(_pool(res, mask))
+    finally:
+        encoder.train(was_training)
+    Z = torch.cat(out).double().numpy()
+    return V.finite_array("embeddings", Z, ndim=2)
+
+
+def _pool(res: Any, mask: torch.Tensor | None) -> torch.Tensor:
+    if isinstance(res, torch.Tensor):
+        return res.reshape(len(res), -1)
+    hidden = getattr(res, "last_hidden_state", None)
+    if hidden is None and isinstance(res, (tuple, list)) and res:
+        hidden = res[0]
+    if not isinstance(hidden, torch.Tensor):
+        raise TypeError(
+            "encoder must return a tensor or an output with last_hidden_state, got "
+            f"{type(res).__name__}"
+        )
+    if hidden.ndim == 2:
+        return hidden
+    if mask is None:
+        return hidden.mean(dim=1)
+    m = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp_min(1.0)
