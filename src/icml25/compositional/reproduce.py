@@ -32,7 +32,7 @@ fixed before any run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,8 +65,11 @@ def _palette(setting: str) -> np.ndarray:
 
 
 def _scratch_claims(s: str) -> tuple[Claim, ...]:
+    """The from-scratch claims for one tint setting. Only the ``saturated`` setting was fixed
+    before the first run; ``pastel`` was added after that run failed and after one seed of it
+    was looked at, so its rows are exploratory controls: shown, never counted."""
     where_s = f" [{s} tints]"
-    return (
+    claims = (
         Claim(
             id=f"{s}_diversity_gain",
             statement="Compositional generalisation is driven by diversity: at fixed data size N, "
@@ -124,6 +127,17 @@ def _scratch_claims(s: str) -> tuple[Claim, ...]:
             rule=Rule(">=", 0.6, partial=0.4),
             kind="control",
         ),
+    )
+    if s == "saturated":
+        return claims
+    return tuple(
+        replace(
+            c,
+            kind="control",
+            statement="Exploratory (setting chosen after the saturated run failed; not "
+            "pre-registered): " + c.statement,
+        )
+        for c in claims
     )
 
 
