@@ -80,7 +80,9 @@ def shrink_covariance(
 ) -> torch.Tensor:
     """Shrunk covariance used by the Mahalanobis loss (official ``shrink_cov``).
 
-    .. math:: \\Sigma + \\alpha_1 \\bar d\\, I + \\alpha_2 \\bar o\\, (\\mathbf 1\\mathbf 1^\\top - I)
+    .. math::
+        \\Sigma + \\alpha_1 \\bar d\\, I
+        + \\alpha_2 \\bar o\\, (\\mathbf 1\\mathbf 1^\\top - I)
 
     with ``d̄`` the mean of the diagonal and ``ō`` the mean of the non-zero off-diagonal
     entries (0 when there are none).
@@ -124,7 +126,8 @@ def mahalanobis_pair_loss(
 
     .. math::
         L = \\frac1B \\sum_{c} \\sum_{i<j,\\ y_i = y_j = c}
-        \\bigl| d_c(\\hat f^{old}_i, \\hat f^{old}_j) - d_c(\\hat f^{new}_i, \\hat f^{new}_j) \\bigr|,
+        \\bigl| d_c(\\hat f^{old}_i, \\hat f^{old}_j)
+        - d_c(\\hat f^{new}_i, \\hat f^{new}_j) \\bigr|,
         \\quad d_c(a, b) = \\sqrt{(a-b)^\\top (P_c + 10^{-6} I)(a-b) + 10^{-8}}
 
     with ``f̂`` the L2-normalised features and ``P_c`` the class's precision

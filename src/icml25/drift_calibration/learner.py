@@ -252,7 +252,8 @@ class DriftCalibratedLearner:
         shape = getattr(self, "input_shape_", None)
         if shape is not None and tuple(X.shape[1:]) != shape:
             raise ValueError(
-                f"{name} must have rows of shape {shape} (as in the first task), got {tuple(X.shape[1:])}"
+                f"{name} must have rows of shape {shape} (as in the first task), "
+                f"got {tuple(X.shape[1:])}"
             )
         return X
 
@@ -276,7 +277,8 @@ class DriftCalibratedLearner:
         counts = np.bincount(np.searchsorted(new, y))
         if counts.min() < 2:
             raise ValueError(
-                f"y must have at least 2 samples of each class (for its covariance), got {counts.min()}"
+                f"y must have at least 2 samples of each class (for its covariance), "
+                f"got {counts.min()}"
             )
         if self.oracle_means and self.task_classes_:
             if reference is None:
@@ -286,6 +288,15 @@ class DriftCalibratedLearner:
             missing = np.setdiff1d(self.classes_, yr)
             if missing.size:
                 raise ValueError(f"reference must hold every old class; missing {missing.tolist()}")
+        self._finish_task(self._learn_task(X, y), reference)
+        return self
+
+    def _learn_task(self, X: torch.Tensor, y: np.ndarray) -> dict[str, Any]:
+        """Steps (1)-(2): the old network's features, training of the new adapter and head,
+        and the new network's features. Touches the backbone and appends the new head; the
+        class statistics are left to :meth:`_finish_task` (which the reproduction runs for
+        several calibration variants on one trained backbone)."""
+        new = np.unique(y)
         t = self.n_tasks
         gen = torch.Generator().manual_seed(self.random_state * 1000 + t)
         if t == 0:
@@ -322,8 +333,16 @@ class DriftCalibratedLearner:
         params.append(head)
         # (2) train the current adapter and head
         self._train(X, local, params, t, precisions, gen)
-        # (3) mean-shift compensation of the old class means
         e_new = self._embed_n(X, t + 1)
+        return {"t": t, "new": new, "local": local, "e_old": e_old, "e_new": e_new}
+
+    def _finish_task(self, state: dict[str, Any], reference: tuple[Any, Any] | None) -> None:
+        """Steps (3)-(5): update old class means (mean shift or oracle), store the new
+        classes' Gaussians, align the classifier. Needs ``heads_`` to end with the new head."""
+        t, new, local = state["t"], state["new"], state["local"]
+        e_old, e_new = state["e_old"], state["e_new"]
+        d = e_new.shape[1]
+        # (3) mean-shift compensation of the old class means
         if t > 0 and self.mean_shift:
             assert e_old is not None
             self.class_means_, self.shift_weights_ = mean_shift(
@@ -348,12 +367,11 @@ class DriftCalibratedLearner:
         self.stale_means_ = torch.cat([self.stale_means_.reshape(-1, d), m_new])
         self.class_covs_ = torch.cat([self.class_covs_.reshape(-1, d, d), torch.stack(covs)])
         self.classes_ = np.concatenate([self.classes_, new])
-        self.task_classes_.append(new)
-        self.class_task_ += [t] * len(new)
+        self.task_classes_ = [*self.task_classes_, new]
+        self.class_task_ = [*self.class_task_, *([t] * len(new))]
         # (5) classifier alignment on all heads
         if t > 0 and self.alignment:
-            self._align(t, gen)
-        return self
+            self._align(t, torch.Generator().manual_seed(self.random_state * 1000 + t + 500))
 
     def _train(
         self,

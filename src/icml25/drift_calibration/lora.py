@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from icml25.core import validate as V
 
@@ -78,10 +79,12 @@ class LoRALinear(nn.Module):
         self.active = self.num_adapters
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.base(x)
-        for s in range(min(self.active, self.num_adapters)):
-            out = out + (x @ self.lora_A[s].T) @ self.lora_B[s].T
-        return out
+        n = min(self.active, self.num_adapters)
+        if n == 0:
+            return self.base(x)
+        # W + sum_s B_s A_s, merged once per call (one matmul over the tokens)
+        delta = sum(self.lora_B[s] @ self.lora_A[s] for s in range(n))
+        return F.linear(x, self.base.weight + delta, self.base.bias)
 
     def extra_repr(self) -> str:
         return f"rank={self.rank}, adapters={self.num_adapters}, active={self.active}"
