@@ -218,6 +218,16 @@ def feature_distillation_loss(
 
 def cosine_logits(features: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """``cos(features_b, weights_k)``: ``(B, D) x (K, D) -> (B, K)`` (unscaled)."""
+    if not isinstance(features, torch.Tensor) or not isinstance(weights, torch.Tensor):
+        raise TypeError(
+            f"features and weights must be torch.Tensors, got {type(features).__name__} and "
+            f"{type(weights).__name__}"
+        )
+    if features.ndim != 2 or weights.ndim != 2 or features.shape[1] != weights.shape[1]:
+        raise ValueError(
+            f"features (B, D) and weights (K, D) must be 2-D with the same D, got "
+            f"{tuple(features.shape)} and {tuple(weights.shape)}"
+        )
     return F.normalize(features, dim=-1) @ F.normalize(weights, dim=-1).T
 
 

@@ -142,6 +142,8 @@ def add_lora(model: nn.Module, *, target_modules: str | Sequence[str], rank: int
 
 def lora_layers(model: nn.Module) -> list[LoRALinear]:
     """The :class:`LoRALinear` layers of ``model``, in module order."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return [m for m in model.modules() if isinstance(m, LoRALinear)]
 
 

@@ -360,6 +360,8 @@ def _report(ctx: RunContext, cfg: Config, runs: list[dict[str, Any]]) -> None:
     for i in range(TASKS):
         for j in range(TASKS):
             axes[1].text(j, i, f"{m[i, j]:.0f}", ha="center", va="center", color="w", fontsize=8)
+    axes[1].set_xticks(range(TASKS))
+    axes[1].set_yticks(range(TASKS))
     axes[1].set_xlabel("after task")
     axes[1].set_ylabel("accuracy on task's classes")
     axes[1].set_title("Full method: accuracy matrix (%)", fontsize=9)
