@@ -25,7 +25,6 @@ from icml25.drift_calibration import (
     task_accuracies,
 )
 
-
 NAN = float("nan")
 
 
