@@ -114,7 +114,8 @@ def main() -> None:
         for per_class in (20, 50):
             print(
                 f"  {label:<22} D={d:<4} stats {stats / 1024:8.1f} KiB vs replay of {per_class} "
-                f"uint8 images {per_class * img / 1024:8.1f} KiB: ratio {stats / (per_class * img):.2f}"
+                f"uint8 images {per_class * img / 1024:8.1f} KiB: "
+                f"ratio {stats / (per_class * img):.2f}"
             )
 
 
