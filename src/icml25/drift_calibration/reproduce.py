@@ -128,10 +128,12 @@ class Config:
     rank: int
     dim: int
     depth: int
+    align_samples: int = 256
+    """Gaussian samples per class and alignment epoch (256 as in the official code)."""
 
 
 CONFIGS = {
-    "tiny": Config(60, 1, 30, 20, 1, 1, 0.005, 4, 32, 1),
+    "tiny": Config(40, 1, 20, 10, 1, 1, 0.005, 4, 32, 1, align_samples=32),
     "quick": Config(400, 3, 300, 300, 2, 3, 0.005, 8, 64, 3),
     "full": Config(2000, 6, 1000, 1000, 4, 6, 0.005, 16, 64, 3),
 }
@@ -214,6 +216,7 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
         epochs_first=cfg.epochs_first,
         epochs=cfg.epochs,
         lr=cfg.lr,
+        align_samples=cfg.align_samples,
         random_state=seed,
     )
     flags = {
