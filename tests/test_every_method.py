@@ -53,7 +53,14 @@ def test_metadata_complete(slug):
 # Methods whose experiments read Debian's Fashion-MNIST or fortunes when installed. The suite
 # hides them (conftest); here each runs its tiny reproduction on small copies laid out as
 # Debian installs them, so both data paths are exercised on every machine.
-READS_DEBIAN_DATA = ("backslash", "it3", "pointwise_info", "pfl_tradeoff", "compositional")
+READS_DEBIAN_DATA = (
+    "backslash",
+    "it3",
+    "pointwise_info",
+    "pfl_tradeoff",
+    "compositional",
+    "drift_calibration",
+)
 
 
 @pytest.mark.parametrize("slug", READS_DEBIAN_DATA)

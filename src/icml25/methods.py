@@ -20,6 +20,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.cca_attention",
     "icml25.orcaloca",
     "icml25.compositional",
+    "icml25.drift_calibration",
 )
 
 
