@@ -114,7 +114,7 @@ def test_router_shapes_softmax_and_routerless():
     soup = SoupOfExperts(small_lm(), n_domains=3, n_experts=7)
     assert soup.coefficients([1 / 3] * 3).shape == (7,)
     sm = SoupOfExperts(small_lm(), n_domains=3, n_experts=7, router_output="softmax")
-    a = sm.coefficients([0.0, 1.0, 0.0])
+    a = sm.coefficients([0.0, 1.0, 0.0]).detach()
     assert a.shape == (7,) and torch.all(a >= 0) and abs(float(a.sum()) - 1) < 1e-6
     rl = SoupOfExperts(small_lm(), n_domains=3, n_experts=3, router=False)
     h = torch.tensor([0.25, 0.25, 0.5])
@@ -278,3 +278,14 @@ def test_load_domains_fallback_and_debian_layout(tmp_path, monkeypatch):
     assert d.names[: len(FORTUNE_DOMAINS)] == FORTUNE_DOMAINS and "fortunes" in d.source
     assert all(e.startswith("art saying") for e in d.train[0])
     assert sum(len(tr) + len(te) for tr, te in zip(d.train, d.test, strict=True)) >= 300
+
+
+def test_soup_moves_with_to_and_keeps_working():
+    soup = SoupOfExperts(small_lm(), n_domains=2, n_experts=2).double()
+    assert soup.shared.dtype == torch.float64
+    model = soup.instantiate([0.5, 0.5])
+    assert all(p.dtype == torch.float64 for p in model.parameters())
+    x = torch.randint(0, 256, (1, 8))
+    assert torch.allclose(model(x), soup([0.5, 0.5], x))
+    assert not any(p.is_meta for p in soup.parameters())
+    assert set(soup.state_dict()) == {n for n, _ in soup.named_parameters()}

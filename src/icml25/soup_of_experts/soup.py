@@ -207,10 +207,10 @@ class SoupOfExperts(nn.Module):
 
     # ------------------------------------------------------------------ the map h -> Theta(h)
     def _alpha(self, h: torch.Tensor) -> torch.Tensor:
-        h = h.to(self.shared.device, torch.float32)
         if self.router is None:
-            return h.to(self.shared.dtype)
-        a = self.router(h)
+            return h.to(self.shared.device, self.shared.dtype)
+        w = next(self.router.parameters())
+        a = self.router(h.to(w.device, w.dtype))
         if self.router_output == "softmax":
             a = torch.softmax(a, dim=-1)
         return a.to(self.shared.dtype)
@@ -253,7 +253,7 @@ class SoupOfExperts(nn.Module):
         """A plain standalone model (the wrapped architecture, ``P`` parameters) with
         parameters ``Theta(h) = S + sum_j alpha_j(h) E_j``: one router forward and one pass
         over the bank, no training."""
-        flat = self._flat(self.coefficients(h)).detach().clone()
+        flat = self._flat(self.coefficients(h)).detach()  # a fresh tensor: no copy needed
         model = copy.deepcopy(self._tmpl)  # meta parameters: nothing is copied
         views = self._views(flat)
         by_id: dict[int, nn.Parameter] = {}
