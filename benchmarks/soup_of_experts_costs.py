@@ -9,7 +9,8 @@ throughput of the soup against the generic model, both measured in this run.
 2. Training throughput (sequences/s) of ``train_soup`` against ``train_on_mixture`` for the
    reproduction's quick model (dim 48, 2 layers, 16 domains and experts), same batches.
 
-Run: ``python benchmarks/soup_of_experts_costs.py [--dim 384 --layers 6 --experts 32]``.
+Run: ``python benchmarks/soup_of_experts_costs.py [--dim 384 --layers 6 --experts 32]
+[--train-steps 40] [--only instantiate|training]``.
 """
 
 from __future__ import annotations
@@ -47,11 +48,14 @@ def main() -> None:
     ap.add_argument("--experts", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--train-steps", type=int, default=40)
+    ap.add_argument("--only", choices=("instantiate", "training"), default=None)
     args = ap.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    with torch.no_grad():
-        bench_instantiate(args)
-    bench_training(args)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    if args.only != "training":
+        with torch.no_grad():
+            bench_instantiate(args)
+    if args.only != "instantiate":
+        bench_training(args)
 
 
 def bench_instantiate(args: argparse.Namespace) -> None:
