@@ -289,3 +289,23 @@ def test_soup_moves_with_to_and_keeps_working():
     assert torch.allclose(model(x), soup([0.5, 0.5], x))
     assert not any(p.is_meta for p in soup.parameters())
     assert set(soup.state_dict()) == {n for n, _ in soup.named_parameters()}
+
+
+def test_tiny_reproduction_on_the_debian_fortunes_layout(tmp_path, monkeypatch):
+    from icml25.core.runner import run_method
+    from icml25.methods import get
+    from icml25.soup_of_experts.corpora import FORTUNE_DOMAINS
+
+    rng = np.random.default_rng(0)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    for j, cat in enumerate(FORTUNE_DOMAINS):
+        entries = [
+            f"{cat}: " + " ".join(rng.choice(words[j % 4 :], size=12)) + f"\n-- author {i}"
+            for i in range(30)
+        ]
+        (tmp_path / cat).write_text("\n%\n".join(entries) + "\n%\n")
+    monkeypatch.setenv("ICML25_DATA", "auto")
+    monkeypatch.setenv("ICML25_FORTUNES_DIR", str(tmp_path))
+    entry = run_method(get("soup_of_experts"), budget="tiny", seeds=[0], out_dir=tmp_path / "o")
+    assert entry["error"] is None, entry["error"]
+    assert any("Debian fortunes" in n for n in entry["notes"])
