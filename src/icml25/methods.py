@@ -21,6 +21,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.orcaloca",
     "icml25.compositional",
     "icml25.drift_calibration",
+    "icml25.soup_of_experts",
 )
 
 
