@@ -30,7 +30,7 @@ def _rdkit() -> Any:
         raise ImportError(
             "enzyme_rag's chemistry needs RDKit: pip install 'icml25[chem]' (or pip install rdkit)"
         ) from exc
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     return Chem
 
 
@@ -129,8 +129,9 @@ def bulk_tanimoto(query: np.ndarray, library: np.ndarray) -> np.ndarray:
     if lib.ndim != 2 or lib.shape[0] == 0:
         raise ValueError(f"library must be a non-empty 2-D fingerprint array, got {lib.shape}")
     if q.dtype != lib.dtype:
-        raise ValueError(f"query and library must both be boolean or both packed; got {q.dtype}"
-                         f" and {lib.dtype}")
+        raise ValueError(
+            f"query and library must both be boolean or both packed; got {q.dtype} and {lib.dtype}"
+        )
     single = q.ndim == 1
     q2 = q[None] if single else q
     if q2.ndim != 2 or q2.shape[1] != lib.shape[1]:

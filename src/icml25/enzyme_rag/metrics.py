@@ -21,14 +21,18 @@ def _tokens(x: np.ndarray | Sequence[str], name: str) -> np.ndarray:
     return encode(list(x), name=name)
 
 
-def max_identity(generated: np.ndarray | Sequence[str], reference: np.ndarray | Sequence[str]) -> np.ndarray:
+def max_identity(
+    generated: np.ndarray | Sequence[str], reference: np.ndarray | Sequence[str]
+) -> np.ndarray:
     """For each generated aligned row, its highest identity to any reference row (novelty is
     ``1 - max_identity``; the paper uses BLASTp against Swiss-Prot)."""
     g = _tokens(generated, "generated")
     r = _tokens(reference, "reference")
     if g.shape[1] != r.shape[1]:
-        raise ValueError(f"generated and reference must be aligned to one length, got "
-                         f"{g.shape[1]} and {r.shape[1]}")
+        raise ValueError(
+            f"generated and reference must be aligned to one length, got "
+            f"{g.shape[1]} and {r.shape[1]}"
+        )
     return identity_matrix(g, r).max(axis=1)
 
 

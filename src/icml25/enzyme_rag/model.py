@@ -40,8 +40,10 @@ def _one_hot_input(x: torch.Tensor, name: str, n_channels: int) -> torch.Tensor:
     """Long token ids -> one-hot float; soft one-hot (..., 21 or 22) -> float with n_channels."""
     if not x.is_floating_point():
         if x.numel() and (int(x.min()) < 0 or int(x.max()) >= n_channels):
-            raise ValueError(f"{name} must hold token ids in [0, {n_channels}), got "
-                             f"[{int(x.min())}, {int(x.max())}]")
+            raise ValueError(
+                f"{name} must hold token ids in [0, {n_channels}), got "
+                f"[{int(x.min())}, {int(x.max())}]"
+            )
         return F.one_hot(x, n_channels).float()
     if x.shape[-1] not in (N_TOKENS, N_INPUT_TOKENS):
         raise ValueError(
@@ -63,7 +65,9 @@ class AxialBlock(nn.Module):
         self.col_norm = nn.LayerNorm(dim)
         self.col_attn = nn.MultiheadAttention(dim, heads, batch_first=True)
         self.ff_norm = nn.LayerNorm(dim)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_mult * dim), nn.GELU(), nn.Linear(ff_mult * dim, dim))
+        self.ff = nn.Sequential(
+            nn.Linear(dim, ff_mult * dim), nn.GELU(), nn.Linear(ff_mult * dim, dim)
+        )
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         b, r, c, d = h.shape
@@ -96,7 +100,12 @@ class AxialMSADiffusion(nn.Module):
     """
 
     def __init__(
-        self, *, mol_dim: int, dim: int = 64, heads: int = 4, layers: int = 2,
+        self,
+        *,
+        mol_dim: int,
+        dim: int = 64,
+        heads: int = 4,
+        layers: int = 2,
         max_length: int = 1024,
     ) -> None:
         super().__init__()
@@ -118,21 +127,25 @@ class AxialMSADiffusion(nn.Module):
         self.out = nn.Linear(dim, N_TOKENS)
 
     def forward(
-        self, query: torch.Tensor, context: torch.Tensor | None = None,
+        self,
+        query: torch.Tensor,
+        context: torch.Tensor | None = None,
         mol: torch.Tensor | None = None,
     ) -> torch.Tensor:
         q = _one_hot_input(query, "query", N_INPUT_TOKENS)
         if q.ndim != 3:
-            raise ValueError(f"query must be (B, L) ids or (B, L, C) soft one-hot, got "
-                             f"{tuple(query.shape)}")
+            raise ValueError(
+                f"query must be (B, L) ids or (B, L, C) soft one-hot, got {tuple(query.shape)}"
+            )
         b, length, _ = q.shape
         if length > self.max_length:
             raise ValueError(f"query length must be <= max_length={self.max_length}, got {length}")
         rows = q[:, None]
         if context is not None and context.shape[1] > 0:
             if context.ndim != 3 or context.shape[0] != b or context.shape[2] != length:
-                raise ValueError(f"context must be (B={b}, R, L={length}) token ids, got "
-                                 f"{tuple(context.shape)}")
+                raise ValueError(
+                    f"context must be (B={b}, R, L={length}) token ids, got {tuple(context.shape)}"
+                )
             rows = torch.cat([rows, _one_hot_input(context, "context", N_INPUT_TOKENS)], 1)
         r = rows.shape[1]
         h = self.token(rows) + self.position.weight[:length]
@@ -143,8 +156,9 @@ class AxialMSADiffusion(nn.Module):
             m = self.null_mol.expand(b, -1)
         else:
             if mol.shape != (b, self.mol_dim):
-                raise ValueError(f"mol must have shape (B={b}, mol_dim={self.mol_dim}), got "
-                                 f"{tuple(mol.shape)}")
+                raise ValueError(
+                    f"mol must have shape (B={b}, mol_dim={self.mol_dim}), got {tuple(mol.shape)}"
+                )
             m = self.mol(mol.float())
         mol_col = (m + self.mol_position)[:, None, None, :] + self.row_type(types)[None, :, None]
         h = torch.cat([h, mol_col.expand(b, r, 1, -1)], dim=2)  # molecule token in every row
@@ -176,11 +190,14 @@ class EnzymeSubstrateClassifier(nn.Module):
     def forward(self, x: torch.Tensor, mol: torch.Tensor) -> torch.Tensor:
         oh = _one_hot_input(x, "x", N_TOKENS)
         if oh.ndim != 3 or oh.shape[1] != self.length:
-            raise ValueError(f"x must be (B, L={self.length}) ids or soft one-hot, got "
-                             f"{tuple(x.shape)}")
+            raise ValueError(
+                f"x must be (B, L={self.length}) ids or soft one-hot, got {tuple(x.shape)}"
+            )
         if mol.shape != (oh.shape[0], self.mol_dim):
-            raise ValueError(f"mol must have shape (B={oh.shape[0]}, mol_dim={self.mol_dim}), "
-                             f"got {tuple(mol.shape)}")
+            raise ValueError(
+                f"mol must have shape (B={oh.shape[0]}, mol_dim={self.mol_dim}), "
+                f"got {tuple(mol.shape)}"
+            )
         s = self.seq(oh.flatten(1))
         m = self.mol(mol.float())
         return self.head(torch.cat([s, m, s * m], dim=1)).squeeze(1)

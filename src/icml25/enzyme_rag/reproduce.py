@@ -232,42 +232,76 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
     ctx.progress(f"seed {seed}: classifier ({cfg.clf_steps} steps)")
     torch.manual_seed(seed)
     clf = EnzymeSubstrateClassifier(length=cfg.length, mol_dim=mol_train.shape[1])
-    train_classifier(clf, sequences=bench.sequences, mol_features=mol_train, pairs=bench.pairs,
-                     steps=cfg.clf_steps, batch_size=128, lr=LR, seed=seed)
+    train_classifier(
+        clf,
+        sequences=bench.sequences,
+        mol_features=mol_train,
+        pairs=bench.pairs,
+        steps=cfg.clf_steps,
+        batch_size=128,
+        lr=LR,
+        seed=seed,
+    )
 
     models = {}
     for name, weight in (("full", 1.0), ("noguide", 0.0)):
         ctx.progress(f"seed {seed}: generator '{name}' ({cfg.gen_steps} steps)")
         torch.manual_seed(seed)
-        model = AxialMSADiffusion(mol_dim=mol_train.shape[1], dim=cfg.dim, heads=4,
-                                  layers=cfg.layers, max_length=cfg.length)
-        train_generator(model, sequences=bench.sequences, mol_features=mol_train,
-                        pairs=bench.pairs, contexts=contexts, depths=cfg.depths, classifier=clf,
-                        guidance_weight=weight, null_mol_prob=NULL_MOL_PROB,
-                        steps=cfg.gen_steps, batch_size=cfg.batch, lr=LR, seed=seed)
+        model = AxialMSADiffusion(
+            mol_dim=mol_train.shape[1],
+            dim=cfg.dim,
+            heads=4,
+            layers=cfg.layers,
+            max_length=cfg.length,
+        )
+        train_generator(
+            model,
+            sequences=bench.sequences,
+            mol_features=mol_train,
+            pairs=bench.pairs,
+            contexts=contexts,
+            depths=cfg.depths,
+            classifier=clf,
+            guidance_weight=weight,
+            null_mol_prob=NULL_MOL_PROB,
+            steps=cfg.gen_steps,
+            batch_size=cfg.batch,
+            lr=LR,
+            seed=seed,
+        )
         models[name] = model
 
     # ---- held-out substrates: retrieval and arms
     n_t, k = cfg.n_test, cfg.samples
     sim_test = retriever.similarity(bench.test_smiles)
-    ranked = np.stack([
-        retriever.retrieve(s, d=max(d_max, 1), similarity=sim_test[i]).enzymes
-        for i, s in enumerate(bench.test_smiles)
-    ])
+    ranked = np.stack(
+        [
+            retriever.retrieve(s, d=max(d_max, 1), similarity=sim_test[i]).enzymes
+            for i, s in enumerate(bench.test_smiles)
+        ]
+    )
     rng = np.random.default_rng(seed + 1000)
     random_rows = rng.integers(len(bench.sequences), size=(n_t, max(d_max, 1)))
     seqs = torch.as_tensor(bench.sequences)
     mol_rep = torch.as_tensor(np.repeat(mol_test, k, axis=0))
     groups_rep = np.repeat(bench.test_groups, k, axis=0)
 
-    def sample(model: AxialMSADiffusion, rows: np.ndarray | None, mol: bool, tag: int) -> np.ndarray:
+    def sample(
+        model: AxialMSADiffusion, rows: np.ndarray | None, mol: bool, tag: int
+    ) -> np.ndarray:
         ctx_t = None
         if rows is not None and rows.shape[1] > 0:
             ctx_t = seqs[torch.as_tensor(np.repeat(rows, k, axis=0))]
         gen = torch.Generator().manual_seed(seed * 100 + tag)
-        out = sample_oadm(model, length=cfg.length, n=n_t * k, context=ctx_t,
-                          mol=mol_rep if mol else None, generator=gen,
-                          positions_per_step=cfg.positions_per_step)
+        out = sample_oadm(
+            model,
+            length=cfg.length,
+            n=n_t * k,
+            context=ctx_t,
+            mol=mol_rep if mol else None,
+            generator=gen,
+            positions_per_step=cfg.positions_per_step,
+        )
         assert isinstance(out, torch.Tensor)
         return out.numpy()
 
@@ -312,15 +346,21 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
     auc = _auc(pos, neg[keep])
 
     novelty = max_identity(arms["full"], bench.sequences)
-    div = float(np.mean([diversity(arms["full"][i * k : (i + 1) * k]) for i in range(n_t)])) \
-        if k >= 2 else float("nan")
+    div = (
+        float(np.mean([diversity(arms["full"][i * k : (i + 1) * k]) for i in range(n_t)]))
+        if k >= 2
+        else float("nan")
+    )
     std = lambda x: x / sd_nat  # noqa: E731
     return {
         "sd_nat": sd_nat,
         "act": {n: float(v.mean()) for n, v in a.items()},
-        "fold": {"full": float(fold(arms["full"], k).mean()), "copy": float(fold(copy, 1).mean()),
-                 "noguide": float(fold(arms["noguide"], k).mean()),
-                 "natural": float(oracle.foldability(bench.test_sequences).mean())},
+        "fold": {
+            "full": float(fold(arms["full"], k).mean()),
+            "copy": float(fold(copy, 1).mean()),
+            "noguide": float(fold(arms["noguide"], k).mean()),
+            "natural": float(oracle.foldability(bench.test_sequences).mean()),
+        },
         "sweep_act": {d: float(v.mean()) for d, v in sweep_act.items()},
         "sweep_fold": {d: float(v.mean()) for d, v in sweep_fold.items()},
         "diff": {
@@ -330,7 +370,8 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
             "random": std(a["full"] - a["random"]),
             "uncond": std(a["full"] - a["uncond"]),
             "natural": std(a["full"] - a["natural"]),
-            "sweep01": std(sweep_act[1] - sweep_act[0]) if 0 in sweep_act and 1 in sweep_act
+            "sweep01": std(sweep_act[1] - sweep_act[0])
+            if 0 in sweep_act and 1 in sweep_act
             else np.full(n_t, np.nan),
             "sweep_more": std(sweep_act[d_max] - sweep_act[1]),
             "oracle": std(a["natural"] - a["random_seq"]),
@@ -404,7 +445,8 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         ctx.note(
             f"seed {s}: SD of natural activity {r['sd_nat']:.3f}; mean activity "
             + ", ".join(f"{n} {v:.3f}" for n, v in r["act"].items())
-            + "; foldability " + ", ".join(f"{n} {v:.3f}" for n, v in r["fold"].items())
+            + "; foldability "
+            + ", ".join(f"{n} {v:.3f}" for n, v in r["fold"].items())
             + f"; sweep d -> activity {r['sweep_act']}, foldability {r['sweep_fold']}"
             + f"; standard errors (SD units) of the paired differences: {se}"
             + f"; diversity within a target {r['diversity']:.3f}; d_max {r['d_max']}"

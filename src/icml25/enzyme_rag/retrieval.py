@@ -56,20 +56,19 @@ class SubstrateRetriever:
     def fit(self, smiles: Sequence[str], enzymes: Sequence[Sequence[int]]) -> SubstrateRetriever:
         """Store substrates (SMILES) and, for each, the indices of the enzymes that act on it."""
         smiles = list(smiles)
-        enzymes = [np.asarray(e, dtype=np.int64).reshape(-1) for e in enzymes]
-        if len(enzymes) != len(smiles):
+        lists = [np.asarray(e, dtype=np.int64).reshape(-1) for e in enzymes]
+        if len(lists) != len(smiles):
             raise ValueError(
-                f"enzymes must give one enzyme list per substrate ({len(smiles)}), got "
-                f"{len(enzymes)}"
+                f"enzymes must give one enzyme list per substrate ({len(smiles)}), got {len(lists)}"
             )
-        for i, e in enumerate(enzymes):
+        for i, e in enumerate(lists):
             if e.size == 0:
                 raise ValueError(f"enzymes[{i}] must list at least one enzyme, got none")
             if e.min() < 0:
                 raise ValueError(f"enzymes[{i}] must hold indices >= 0, got {e.min()}")
         fps = morgan_fingerprints(smiles, radius=self.radius, n_bits=self.n_bits)
         self.fingerprints_ = pack_fingerprints(fps)
-        self.enzymes_of_ = enzymes
+        self.enzymes_of_ = lists
         self.smiles_ = smiles
         return self
 
@@ -77,7 +76,7 @@ class SubstrateRetriever:
         """Tanimoto similarity of a target (or several) to every stored substrate."""
         self._check_fitted()
         single = isinstance(smiles, str)
-        q = [smiles] if single else list(smiles)
+        q: list[str] = [smiles] if isinstance(smiles, str) else list(smiles)
         fps = pack_fingerprints(morgan_fingerprints(q, radius=self.radius, n_bits=self.n_bits))
         sim = bulk_tanimoto(fps, self.fingerprints_)
         return sim[0] if single else sim
@@ -113,7 +112,9 @@ class SubstrateRetriever:
         ex = np.asarray(list(exclude), dtype=np.int64)
         if ex.size:
             if ex.min() < 0 or ex.max() >= len(sim):
-                raise ValueError(f"exclude must hold substrate indices in [0, {len(sim)}), got {ex}")
+                raise ValueError(
+                    f"exclude must hold substrate indices in [0, {len(sim)}), got {ex}"
+                )
             skip[ex] = True
         order = np.argsort(-np.where(skip, -np.inf, sim), kind="stable")
         order = order[~skip[order]]

@@ -78,7 +78,7 @@ def decode(tokens: np.ndarray, *, drop_gaps: bool = True) -> list[str]:
     arr = np.asarray(tokens)
     if arr.ndim == 1:
         arr = arr[None]
-    if arr.ndim != 2 or arr.size and (arr.min() < 0 or arr.max() >= N_TOKENS):
+    if arr.ndim != 2 or (arr.size and (arr.min() < 0 or arr.max() >= N_TOKENS)):
         raise ValueError(f"tokens must be a 2-D array of ids in [0, {N_TOKENS}), got {arr.shape}")
     seqs = ["".join(ALPHABET[int(t)] for t in row) for row in arr]
     return [s.replace(GAP, "") for s in seqs] if drop_gaps else seqs
@@ -171,8 +171,12 @@ def _global_align(a: str, b: str, match: int, mismatch: int, gap: int) -> tuple[
 
 
 def anchor_align(
-    sequences: Sequence[str], *, reference: str | None = None, match: int = 2,
-    mismatch: int = -1, gap: int = -2,
+    sequences: Sequence[str],
+    *,
+    reference: str | None = None,
+    match: int = 2,
+    mismatch: int = -1,
+    gap: int = -2,
 ) -> list[str]:
     """Align sequences to one reference (the first sequence by default) so every row has the
     reference's length: each is globally aligned to the reference (Needleman-Wunsch), and
@@ -206,8 +210,9 @@ def identity(a: str | np.ndarray, b: str | np.ndarray) -> float:
     else:
         ta, tb = np.asarray(a), np.asarray(b)
         if ta.shape != tb.shape or ta.ndim != 1:
-            raise ValueError(f"a and b must be aligned rows of one length, got {ta.shape}, "
-                             f"{tb.shape}")
+            raise ValueError(
+                f"a and b must be aligned rows of one length, got {ta.shape}, {tb.shape}"
+            )
     both = (ta != GAP_ID) | (tb != GAP_ID)
     n = int(both.sum())
     return float(((ta == tb) & (ta != GAP_ID)).sum() / n) if n else 0.0
@@ -219,7 +224,9 @@ def identity_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     b = np.asarray(b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-        raise ValueError(f"a and b must be (n, L) and (m, L) token arrays, got {a.shape}, {b.shape}")
+        raise ValueError(
+            f"a and b must be (n, L) and (m, L) token arrays, got {a.shape}, {b.shape}"
+        )
     out = np.empty((len(a), len(b)))
     b_res = b != GAP_ID
     for i, row in enumerate(a):

@@ -47,7 +47,7 @@ def nci_smiles(n: int, *, seed: int = 0) -> list[str]:
     RDKit's NCI first-5K set (only as many lines are parsed as needed)."""
     from rdkit import Chem, RDConfig, RDLogger
 
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
     path = Path(RDConfig.RDDataDir) / "NCI" / "first_5K.smi"
     lines = [ln.split()[0] for ln in path.read_text().splitlines() if ln.strip()]
     out: dict[str, None] = {}
@@ -71,9 +71,7 @@ def _profiles(rng: np.random.Generator, n_fam: int, length: int, consensus: floa
     return prof / prof.sum(axis=2, keepdims=True)
 
 
-def _families(
-    rng: np.random.Generator, smiles: list[str], n_fam: int, noise: float
-) -> np.ndarray:
+def _families(rng: np.random.Generator, smiles: list[str], n_fam: int, noise: float) -> np.ndarray:
     fps = pack_fingerprints(morgan_fingerprints(smiles))
     centres = rng.permutation(len(smiles))[:n_fam]
     fam = bulk_tanimoto(fps[centres], fps).argmax(axis=0)
@@ -83,7 +81,10 @@ def _families(
 
 
 def _draw(
-    rng: np.random.Generator, oracle: ActivityOracle, family: int, groups: np.ndarray,
+    rng: np.random.Generator,
+    oracle: ActivityOracle,
+    family: int,
+    groups: np.ndarray,
     fidelity: float,
 ) -> np.ndarray:
     prof = oracle.profiles[family]
@@ -96,9 +97,17 @@ def _draw(
 
 
 def make_benchmark(
-    *, n_train: int, n_test: int, enzymes_per_substrate: int = 3, length: int = 40,
-    n_train_families: int = 10, n_test_families: int = 4, consensus: float = 0.6,
-    pocket_fidelity: float = 0.85, max_split_identity: float = 0.3, family_noise: float = 0.2,
+    *,
+    n_train: int,
+    n_test: int,
+    enzymes_per_substrate: int = 3,
+    length: int = 40,
+    n_train_families: int = 10,
+    n_test_families: int = 4,
+    consensus: float = 0.6,
+    pocket_fidelity: float = 0.85,
+    max_split_identity: float = 0.3,
+    family_noise: float = 0.2,
     seed: int = 0,
 ) -> Benchmark:
     """Build the benchmark (see the module docstring). A substrate's family is that of the most
@@ -119,7 +128,9 @@ def make_benchmark(
 
     fam_train = _families(rng, train_smiles, n_train_families, family_noise)
     fam_test = n_train_families + _families(rng, test_smiles, n_test_families, family_noise)
-    seqs, pairs, fams = [], [], []
+    seqs: list[np.ndarray] = []
+    pairs: list[tuple[int, int]] = []
+    fams: list[int] = []
     for s in range(n_train):
         f = int(fam_train[s])
         for _ in range(enzymes_per_substrate):
@@ -128,7 +139,9 @@ def make_benchmark(
             fams.append(f)
     train = np.stack(seqs)
 
-    t_seqs, t_pairs, t_fams = [], [], []
+    t_seqs: list[np.ndarray] = []
+    t_pairs: list[tuple[int, int]] = []
+    t_fams: list[int] = []
     for s in range(n_test):
         got = 0
         for _ in range(100 * enzymes_per_substrate):
@@ -146,9 +159,16 @@ def make_benchmark(
             raise RuntimeError(f"no test enzyme below {max_split_identity} identity for {s}")
     test = np.stack(t_seqs)
     return Benchmark(
-        train_smiles=train_smiles, test_smiles=test_smiles, train_groups=g_train,
-        test_groups=g_test, sequences=train, pairs=np.asarray(pairs, dtype=np.int64),
-        test_sequences=test, test_pairs=np.asarray(t_pairs, dtype=np.int64),
-        family=np.asarray(fams), test_family=np.asarray(t_fams), oracle=oracle,
+        train_smiles=train_smiles,
+        test_smiles=test_smiles,
+        train_groups=g_train,
+        test_groups=g_test,
+        sequences=train,
+        pairs=np.asarray(pairs, dtype=np.int64),
+        test_sequences=test,
+        test_pairs=np.asarray(t_pairs, dtype=np.int64),
+        family=np.asarray(fams),
+        test_family=np.asarray(t_fams),
+        oracle=oracle,
         split_identity=float(identity_matrix(test, train).max()),
     )

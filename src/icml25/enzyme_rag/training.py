@@ -46,8 +46,10 @@ class TrainHistory:
 def _check_pairs(pairs: np.ndarray, n_sub: int, n_enz: int) -> np.ndarray:
     p = np.asarray(pairs, dtype=np.int64)
     if p.ndim != 2 or p.shape[1] != 2 or len(p) == 0:
-        raise ValueError(f"pairs must be a non-empty (P, 2) array of (substrate, enzyme) "
-                         f"indices, got shape {p.shape}")
+        raise ValueError(
+            f"pairs must be a non-empty (P, 2) array of (substrate, enzyme) "
+            f"indices, got shape {p.shape}"
+        )
     if p[:, 0].min() < 0 or p[:, 0].max() >= n_sub:
         raise ValueError(f"pairs[:, 0] must be substrate indices in [0, {n_sub})")
     if p[:, 1].min() < 0 or p[:, 1].max() >= n_enz:
@@ -87,7 +89,9 @@ def train_classifier(
     lr = V.positive("lr", lr)
     pos_weight = V.positive("pos_weight", pos_weight)
     seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
-    mols = torch.as_tensor(V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32)
+    mols = torch.as_tensor(
+        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32
+    )
     p = _check_pairs(pairs, len(mols), len(seqs))
     positive = {(int(s), int(e)) for s, e in p}
     rng = np.random.default_rng(seed)
@@ -100,7 +104,9 @@ def train_classifier(
         pos = p[rng.integers(len(p), size=half)]
         neg_s = rng.integers(len(mols), size=half)
         neg_e = p[rng.integers(len(p), size=half), 1]
-        keep = np.array([(int(s), int(e)) not in positive for s, e in zip(neg_s, neg_e, strict=True)])
+        keep = np.array(
+            [(int(s), int(e)) not in positive for s, e in zip(neg_s, neg_e, strict=True)]
+        )
         neg = np.stack([neg_s[keep], neg_e[keep]], 1)
         both = np.concatenate([pos, neg])
         y = torch.cat([torch.ones(len(pos)), torch.zeros(len(neg))])
@@ -117,7 +123,10 @@ def train_classifier(
 
 
 def retrieval_table(
-    retriever: SubstrateRetriever, *, d: int, exclude_self: bool = True,
+    retriever: SubstrateRetriever,
+    *,
+    d: int,
+    exclude_self: bool = True,
     similarity: np.ndarray | None = None,
 ) -> np.ndarray:
     """``(S, d)`` enzyme indices retrieved for each stored substrate, skipping the substrate's own
@@ -133,7 +142,9 @@ def retrieval_table(
             retriever.smiles_[s], d=d, exclude=[s] if exclude_self else [], similarity=sim[s]
         ).enzymes
         if len(got) < d:
-            raise ValueError(f"only {len(got)} enzymes can be retrieved for substrate {s}, need d={d}")
+            raise ValueError(
+                f"only {len(got)} enzymes can be retrieved for substrate {s}, need d={d}"
+            )
         out[s] = got
     return out
 
@@ -176,7 +187,9 @@ def train_generator(
     tau = V.positive("tau", tau)
     null_mol_prob = V.probability("null_mol_prob", null_mol_prob)
     seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
-    mols = torch.as_tensor(V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32)
+    mols = torch.as_tensor(
+        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32
+    )
     p = _check_pairs(pairs, len(mols), len(seqs))
     ctx = np.asarray(contexts, dtype=np.int64)
     depths = [V.integer("depths[i]", d, low=0, high=ctx.shape[1]) for d in depths]
@@ -198,8 +211,14 @@ def train_generator(
         context = seqs[torch.as_tensor(ctx[batch[:, 0], :d])] if d else None
         m = mols[batch[:, 0]]
         has_mol = bool(rng.random() >= null_mol_prob)  # whole batch conditioned or not
-        out = oadm_loss(model, target, context=context, mol=m if has_mol else None,
-                        weighting=weighting, generator=gen)
+        out = oadm_loss(
+            model,
+            target,
+            context=context,
+            mol=m if has_mol else None,
+            weighting=weighting,
+            generator=gen,
+        )
         loss = out.loss
         g_term = torch.zeros(())
         if use_guidance and has_mol:
@@ -249,11 +268,23 @@ class EnzymeRAG:
     """
 
     def __init__(
-        self, *, d: int = 3, depths: Sequence[int] | None = None, guidance_weight: float = 1.0,
-        tau: float = 1.0, dim: int = 64, heads: int = 4, layers: int = 2,
-        generator_steps: int = 1000, classifier_steps: int = 500, batch_size: int = 32,
-        lr: float = 1e-3, mol_bits: int = 256, null_mol_prob: float = 0.0,
-        classifier: EnzymeSubstrateClassifier | None = None, seed: int = 0,
+        self,
+        *,
+        d: int = 3,
+        depths: Sequence[int] | None = None,
+        guidance_weight: float = 1.0,
+        tau: float = 1.0,
+        dim: int = 64,
+        heads: int = 4,
+        layers: int = 2,
+        generator_steps: int = 1000,
+        classifier_steps: int = 500,
+        batch_size: int = 32,
+        lr: float = 1e-3,
+        mol_bits: int = 256,
+        null_mol_prob: float = 0.0,
+        classifier: EnzymeSubstrateClassifier | None = None,
+        seed: int = 0,
     ) -> None:
         self.d = d
         self.depths = depths
@@ -272,7 +303,9 @@ class EnzymeRAG:
         self.seed = seed
 
     def fit(
-        self, smiles: Sequence[str], sequences: Sequence[str] | np.ndarray,
+        self,
+        smiles: Sequence[str],
+        sequences: Sequence[str] | np.ndarray,
         pairs: np.ndarray | Sequence[tuple[int, int]],
     ) -> EnzymeRAG:
         """Train on substrates ``smiles``, aligned enzyme rows ``sequences`` (strings of one
@@ -281,15 +314,18 @@ class EnzymeRAG:
         depths = list(self.depths) if self.depths is not None else [d]
         tokens = (
             np.asarray(sequences, dtype=np.int64)
-            if isinstance(sequences, np.ndarray) else encode(sequences, name="sequences")
+            if isinstance(sequences, np.ndarray)
+            else encode(sequences, name="sequences")
         )
         smiles = list(smiles)
         p = _check_pairs(np.asarray(pairs), len(smiles), len(tokens))
         enz_of = [p[p[:, 0] == s, 1] for s in range(len(smiles))]
         missing = [s for s, e in enumerate(enz_of) if e.size == 0]
         if missing:
-            raise ValueError(f"every substrate needs at least one enzyme in pairs; substrate "
-                             f"{missing[0]} has none")
+            raise ValueError(
+                f"every substrate needs at least one enzyme in pairs; substrate "
+                f"{missing[0]} has none"
+            )
         self.retriever_ = SubstrateRetriever().fit(smiles, enz_of)
         self.mol_features_ = molecule_features(smiles, n_bits=self.mol_bits)
         self.sequences_ = tokens
@@ -299,18 +335,39 @@ class EnzymeRAG:
         torch.manual_seed(self.seed)
         if self.classifier is None:
             clf = EnzymeSubstrateClassifier(length=self.length_, mol_dim=self.mol_bits)
-            train_classifier(clf, sequences=tokens, mol_features=self.mol_features_, pairs=p,
-                             steps=self.classifier_steps, seed=self.seed)
+            train_classifier(
+                clf,
+                sequences=tokens,
+                mol_features=self.mol_features_,
+                pairs=p,
+                steps=self.classifier_steps,
+                seed=self.seed,
+            )
             self.classifier_ = clf
         else:
             self.classifier_ = self.classifier
-        self.model_ = AxialMSADiffusion(mol_dim=self.mol_bits, dim=self.dim, heads=self.heads,
-                                        layers=self.layers, max_length=self.length_)
+        self.model_ = AxialMSADiffusion(
+            mol_dim=self.mol_bits,
+            dim=self.dim,
+            heads=self.heads,
+            layers=self.layers,
+            max_length=self.length_,
+        )
         self.history_ = train_generator(
-            self.model_, sequences=tokens, mol_features=self.mol_features_, pairs=p,
-            contexts=self.contexts_, depths=depths, classifier=self.classifier_,
-            guidance_weight=self.guidance_weight, tau=self.tau, null_mol_prob=self.null_mol_prob,
-            steps=self.generator_steps, batch_size=self.batch_size, lr=self.lr, seed=self.seed,
+            self.model_,
+            sequences=tokens,
+            mol_features=self.mol_features_,
+            pairs=p,
+            contexts=self.contexts_,
+            depths=depths,
+            classifier=self.classifier_,
+            guidance_weight=self.guidance_weight,
+            tau=self.tau,
+            null_mol_prob=self.null_mol_prob,
+            steps=self.generator_steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            seed=self.seed,
         )
         return self
 
@@ -321,8 +378,14 @@ class EnzymeRAG:
         return self.sequences_[got]
 
     def generate_tokens(
-        self, smiles: str | None, *, n: int = 10, d: int | None = None,
-        context: np.ndarray | None = None, seed: int = 0, temperature: float = 1.0,
+        self,
+        smiles: str | None,
+        *,
+        n: int = 10,
+        d: int | None = None,
+        context: np.ndarray | None = None,
+        seed: int = 0,
+        temperature: float = 1.0,
     ) -> np.ndarray:
         """Sample ``n`` aligned rows ``(n, L)`` for ``smiles`` (``None``: no molecule), with
         ``d`` retrieved rows (0: none) or an explicit ``context`` ``(R, L)``."""
@@ -343,12 +406,21 @@ class EnzymeRAG:
         if smiles is not None:
             mol = torch.as_tensor(molecule_features([smiles], n_bits=self.mol_bits)).expand(n, -1)
         gen = torch.Generator().manual_seed(seed)
-        out = sample_oadm(self.model_, length=self.length_, n=n, context=ctx, mol=mol,
-                          temperature=temperature, generator=gen)
+        out = sample_oadm(
+            self.model_,
+            length=self.length_,
+            n=n,
+            context=ctx,
+            mol=mol,
+            temperature=temperature,
+            generator=gen,
+        )
         assert isinstance(out, torch.Tensor)
         return out.numpy()
 
-    def generate(self, smiles: str, *, n: int = 10, d: int | None = None, seed: int = 0) -> list[str]:
+    def generate(
+        self, smiles: str, *, n: int = 10, d: int | None = None, seed: int = 0
+    ) -> list[str]:
         """``n`` generated enzyme sequences for ``smiles`` (gaps removed)."""
         return decode(self.generate_tokens(smiles, n=n, d=d, seed=seed))
 
