@@ -367,3 +367,22 @@ def test_oracle_scores_fitting_pocket_higher() -> None:
     consensus = o.profiles.argmax(axis=2)[:, :]
     assert o.foldability(consensus).min() == pytest.approx(1.0)
     assert set(b.train_smiles).isdisjoint(b.test_smiles)
+
+
+def test_generator_learns_to_copy_a_retrieved_row() -> None:
+    """Column attention carries the context: when the target equals its retrieved row, the
+    OADM loss falls from log 21 to near 0 within a few hundred steps."""
+    torch.manual_seed(0)
+    m = AxialMSADiffusion(mol_dim=4, dim=32, heads=4, layers=2, max_length=16)
+    opt = torch.optim.Adam(m.parameters(), lr=5e-3)
+    g = torch.Generator().manual_seed(0)
+    losses = []
+    for _ in range(300):
+        tgt = torch.randint(20, (16, 16), generator=g)
+        out = oadm_loss(m, tgt, context=tgt[:, None], mol=torch.zeros(16, 4), generator=g)
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+        losses.append(out.loss.item())
+    assert np.mean(losses[:10]) > 2.5
+    assert np.mean(losses[-20:]) < 0.3
