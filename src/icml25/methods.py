@@ -22,6 +22,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.compositional",
     "icml25.drift_calibration",
     "icml25.soup_of_experts",
+    "icml25.enzyme_rag",
 )
 
 
