@@ -209,3 +209,9 @@ def test_models_and_harness_bad_input() -> None:
         evaluate(bench, {"judgement": {}})
     with pytest.raises(TypeError, match="clips must be a ClipSet"):
         build_benchmark(np.zeros(3))
+
+
+def test_replies_prior_must_be_open_probability() -> None:
+    bench = build_benchmark(generate_clips(4, seed=0))
+    with pytest.raises(ValueError, match="plausible_prior must be a finite number"):
+        replies_from_probs(bench, np.full((4, 11), 1 / 11), plausible_prior=1.0)

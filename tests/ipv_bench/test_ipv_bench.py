@@ -500,3 +500,13 @@ def test_violations_map_to_taxonomy_categories() -> None:
         parse_label(v.label)
     kinds = [v.spatial_temporal for v in VIOLATIONS]
     assert kinds.count("temporal") == 7 and kinds.count("spatial") == 3
+
+
+def test_judgement_threshold_is_the_training_prior() -> None:
+    clips = generate_clips(10, seed=1)
+    bench = build_benchmark(clips)
+    probs = np.full((10, 11), 0.9 / 10)
+    probs[:, 0] = 0.1  # the uniform-prior model's "no idea"
+    yes = lambda r: sum(v == "yes" for v in r.judgement.values())  # noqa: E731
+    assert yes(replies_from_probs(bench, probs)) == 10
+    assert yes(replies_from_probs(bench, probs, plausible_prior=0.05)) == 0

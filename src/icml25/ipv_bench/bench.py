@@ -177,17 +177,23 @@ class Replies:
     openqa: dict[str, str]
 
 
-def replies_from_probs(bench: GeneratedBenchmark, probs: np.ndarray) -> Replies:
+def replies_from_probs(
+    bench: GeneratedBenchmark, probs: np.ndarray, *, plausible_prior: float = 0.5
+) -> Replies:
     """Replies of a classifier with class probabilities ``probs`` ``(N, len(CLASS_NAMES))``,
-    one row per clip: *yes* if P(plausible) < 1/2; the letter of the offered option whose class
-    is most probable; the description of the most probable class (or a plausible sentence)."""
+    one row per clip: *yes* if the plausible class is less likely than under the model's
+    training prior (``P(plausible) < plausible_prior``: the Bayes decision for a test set with
+    as many plausible as impossible clips, for a model trained with that share of plausible
+    clips); the letter of the offered option whose class is most probable; the description of
+    the most probable class (or a plausible sentence)."""
+    prior = V.probability("plausible_prior", plausible_prior, open_low=True, open_high=True)
     p = V.finite_array("probs", probs, ndim=2)
     if p.shape != (len(bench.video_names), len(CLASS_NAMES)):
         raise ValueError(
             f"probs must have shape ({len(bench.video_names)}, {len(CLASS_NAMES)}), got {p.shape}"
         )
     judg = {
-        q: "yes" if p[bench.video_index[it["video_name"]], 0] < 0.5 else "no"
+        q: "yes" if p[bench.video_index[it["video_name"]], 0] < prior else "no"
         for q, it in bench.judgement_question.items()
     }
     mcqa = {}
