@@ -23,6 +23,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.drift_calibration",
     "icml25.soup_of_experts",
     "icml25.enzyme_rag",
+    "icml25.ipv_bench",
 )
 
 
