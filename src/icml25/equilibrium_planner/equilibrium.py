@@ -241,6 +241,7 @@ def closed_loop(
     history: int = 4,
     world_model: WorldModel | None = None,
     self_refine: bool = False,
+    first_top_k: int = 10,
     generator: torch.Generator | None = None,
 ) -> list[Episode]:
     """The nested closed loop of the official ``generate``: outer rounds of (inner fixed-point
@@ -252,7 +253,8 @@ def closed_loop(
     ``"mixed"`` (a world-model round then an environment round, alternating; world-model
     feedback is shown to the next round only, and only environment rounds count).
     ``self_refine=True`` is the SELF-REFINE baseline: one generation per round instead of an
-    inner fixed-point solve. Scores are of the last plan.
+    inner fixed-point solve. ``first_top_k`` is the top-k of the first step of every solve
+    (10 in the official code; 1 makes the whole loop greedy). Scores are of the last plan.
     """
     tasks = _check_tasks(tasks)
     V.choice("mode", mode, FEEDBACK_MODES)
@@ -275,6 +277,7 @@ def closed_loop(
             feedbacks=[f[-history:] for f in shown],
             drafts=[plans[k] for k in idx],
             max_iters=inner,
+            first_top_k=first_top_k,
             generator=gen,
         )
         return list(zip(idx, res.plans, res.converged, strict=True))
@@ -282,7 +285,7 @@ def closed_loop(
     def env_feedback(idx: list[int]) -> list[str]:
         return [feedback(tasks[k].scene, tasks[k].goal, plans[k]) for k in idx]
 
-    first = solve_fixed_point(model, tasks, max_iters=inner, generator=gen)
+    first = solve_fixed_point(model, tasks, max_iters=inner, first_top_k=first_top_k, generator=gen)
     plans, conv = list(first.plans), list(first.converged)
     first_success = [score(t.scene, t.goal, p).success for t, p in zip(tasks, plans, strict=True)]
     hist: list[list[str]] = [[] for _ in range(n)]

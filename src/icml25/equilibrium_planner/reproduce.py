@@ -57,7 +57,7 @@ CLAIMS = (
         metric="SR points, novel task: equilibrium planner with world-model feedback minus the "
         "supervised planner's one-shot plan (equal gradient steps)",
         paper_value="41.88 - 26.07 = +15.8",
-        rule=Rule(">=", 5.0, partial=0.0),
+        rule=Rule(">=", 5.0, partial=1.0),
     ),
     Claim(
         id="novel_scene_gain",
@@ -65,7 +65,7 @@ CLAIMS = (
         where="Table 1 (novel scene, no correction)",
         metric="SR points, novel scene: equilibrium + world model minus supervised one-shot",
         paper_value="65.26 - 41.05 = +24.2",
-        rule=Rule(">=", 5.0, partial=0.0),
+        rule=Rule(">=", 5.0, partial=1.0),
     ),
     Claim(
         id="fixed_point_share",
@@ -82,7 +82,7 @@ CLAIMS = (
         metric="SR points, novel task: equilibrium with <= 4 environment rounds minus equilibrium "
         "open loop (no feedback)",
         paper_value="+17.7",
-        rule=Rule(">=", 5.0, partial=0.0),
+        rule=Rule(">=", 5.0, partial=1.0),
     ),
     Claim(
         id="eq_vs_selfrefine",
@@ -91,7 +91,7 @@ CLAIMS = (
         metric="SR points, novel task: equilibrium minus SELF-REFINE, both with <= 4 "
         "environment rounds",
         paper_value="+14.95",
-        rule=Rule(">=", 5.0, partial=0.0),
+        rule=Rule(">=", 5.0, partial=1.0),
     ),
     Claim(
         id="feedback_ordering",
@@ -118,6 +118,15 @@ CLAIMS = (
         "loop, fixed point from Null) against supervised one-shot, novel task.",
         where="control",
         metric="SR points, novel task: equilibrium open loop minus supervised one-shot",
+        rule=Rule(">=", 0.0),
+        kind="control",
+    ),
+    Claim(
+        id="eq_vs_supervised_greedy",
+        statement="Check added here: the headline gain against a stronger supervised baseline "
+        "that decodes greedily (the official first draft is sampled with top_k = 10).",
+        where="control",
+        metric="SR points, novel task: equilibrium + world model minus supervised greedy one-shot",
         rule=Rule(">=", 0.0),
         kind="control",
     ),
@@ -151,6 +160,10 @@ class Config:
     """Items per test split at most (random subset)."""
     test_iters: int
     """Refinement cap at test (20 in the official code)."""
+    train_iters: int = 10
+    """Refinement cap while generating training drafts (10 in the official code)."""
+    max_train: int = 100_000
+    """Training items at most (random subset)."""
     batch_size: int = 32
 
 
@@ -164,6 +177,8 @@ CONFIGS = {
         n_layers=1,
         max_test=12,
         test_iters=3,
+        train_iters=2,
+        max_train=40,
     ),
     "quick": Config(
         n_scenes=7,
@@ -202,7 +217,7 @@ def run_seed(cfg: Config, seed: int, progress: Any = lambda _m: None) -> dict[st
     torch.manual_seed(seed)
     splits = make_tasks(n_scenes=cfg.n_scenes, seed=seed)
     rng = random.Random(seed)
-    train = splits["train"]
+    train = rng.sample(splits["train"], min(cfg.max_train, len(splits["train"])))
     test = {k: rng.sample(splits[k], min(cfg.max_test, len(splits[k]))) for k in SPLITS}
     arch: dict[str, Any] = {"d_model": cfg.d_model, "n_layers": cfg.n_layers}
     torch.manual_seed(seed)
@@ -214,7 +229,13 @@ def run_seed(cfg: Config, seed: int, progress: Any = lambda _m: None) -> dict[st
     train_supervised(sup, train, steps=cfg.steps, batch_size=cfg.batch_size, generator=g)
     progress(f"seed {seed}: equilibrium, {cfg.rounds} rounds, {cfg.steps} steps")
     log = train_equilibrium(
-        eq, train, steps=cfg.steps, rounds=cfg.rounds, batch_size=cfg.batch_size, generator=g
+        eq,
+        train,
+        steps=cfg.steps,
+        rounds=cfg.rounds,
+        batch_size=cfg.batch_size,
+        max_iters=cfg.train_iters,
+        generator=g,
     )
     progress(f"seed {seed}: world model on {len(log.pairs)} pairs")
     torch.manual_seed(seed + 1)
@@ -241,6 +262,7 @@ def run_seed(cfg: Config, seed: int, progress: Any = lambda _m: None) -> dict[st
     for split, tasks in test.items():
         r = {
             "supervised": loop(P, tasks, mode="none", self_refine=True),
+            "supervised_greedy": loop(P, tasks, mode="none", self_refine=True, first_top_k=1),
             "self_refine_env": loop(P, tasks, mode="environment", self_refine=True),
             "eq_none": loop(Q, tasks, mode="none"),
             "eq_env": loop(Q, tasks, mode="environment"),
@@ -324,10 +346,19 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         "feedback_ordering": ordering,
         "supervised_fits_train": [_sr(r["sup_train"]) / 100.0 for r in runs],
         "eq_open_loop_vs_supervised": diff(nt, "eq_none", "supervised"),
+        "eq_vs_supervised_greedy": diff(nt, "eq_wm", "supervised_greedy"),
         "world_model_agreement": [r["wm_agreement"] for r in runs],
     }
     # the per-split table, the paper's numbers beside ours
-    arms = ("supervised", "self_refine_env", "eq_none", "eq_wm", "eq_env", "eq_both")
+    arms = (
+        "supervised",
+        "supervised_greedy",
+        "self_refine_env",
+        "eq_none",
+        "eq_wm",
+        "eq_env",
+        "eq_both",
+    )
     ctx.note(
         f"Seeds {list(seeds)}; items per split (first seed): "
         + ", ".join(f"{s} {len(runs[0][s]['supervised'])}" for s in SPLITS)
