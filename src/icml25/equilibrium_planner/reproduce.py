@@ -399,7 +399,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     )
     ctx.note(
         "SR vs iterations (novel task, first seed): "
-        + "; ".join(f"{k}: {[round(v, 1) for v in c]}" for k, c in r0["curves"].items())
+        + "; ".join(f"{k}: {[round(float(v), 1) for v in c]}" for k, c in r0["curves"].items())
     )
     _figure(ctx, runs)
     return out
