@@ -39,9 +39,9 @@ def main() -> None:
     for k in range(len(train)):
         env.reset(options={"task_index": k})
         for ln in train[k].gold.splitlines():
-            env.step(ln)
+            _, _, terminated, truncated, _ = env.step(ln)
             lines += 1
-            if "END" in ln:
+            if terminated or truncated:
                 break
     env_rate = lines / (time.perf_counter() - t0)
     t0 = time.perf_counter()
