@@ -24,6 +24,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.soup_of_experts",
     "icml25.enzyme_rag",
     "icml25.ipv_bench",
+    "icml25.equilibrium_planner",
 )
 
 
