@@ -68,3 +68,13 @@ def test_tiny_reproduction_on_the_debian_data_path(slug, tmp_path, debian_data):
     entry = run_method(METHODS[slug], budget="tiny", seeds=[0], out_dir=tmp_path)
     assert entry["error"] is None, entry["error"]
     assert "Fashion-MNIST" in json.dumps(entry)
+
+
+def test_test_files_have_unique_basenames():
+    """pytest imports test files by basename (no packages under tests/): two folders with the
+    same file name break collection of the whole suite."""
+    from collections import Counter
+    from pathlib import Path
+
+    names = Counter(p.name for p in Path(__file__).parent.rglob("test_*.py"))
+    assert not [n for n, c in names.items() if c > 1], names
