@@ -18,6 +18,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.fedgvi",
     "icml25.llmscan",
     "icml25.cca_attention",
+    "icml25.maple",
 )
 
 

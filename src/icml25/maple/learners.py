@@ -135,11 +135,13 @@ class SentenceEncoder:
         max_length: int = 256,
         batch_size: int = 64,
     ) -> None:
-        from transformers import AutoModel, AutoTokenizer
-
-        path = minilm_folder() if folder is None else Path(folder)
         self.max_length = V.integer("max_length", max_length, low=1)
         self.batch_size = V.integer("batch_size", batch_size, low=1)
+        path = minilm_folder() if folder is None else Path(folder)
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"folder must be a local encoder folder, got {str(path)!r}")
+        from transformers import AutoModel, AutoTokenizer
+
         self.normalize = bool(normalize)
         self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()

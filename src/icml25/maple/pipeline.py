@@ -93,6 +93,26 @@ def adaptive_scores(
     labelled embeddings, components chained) plus the query linked to the ``query_links`` demos
     with the largest input-only dot product; ``d'`` is ``G'``'s average degree before the query
     is added."""
+    lab = V.finite_array("demo_label_emb", demo_label_emb, ndim=2, min_len=3)
+    inp = V.finite_array("demo_input_emb", demo_input_emb, ndim=2, min_len=3)
+    q = V.finite_array("query_emb", query_emb, ndim=1)
+    if inp.shape[0] != lab.shape[0] or inp.shape[1] != q.shape[0]:
+        raise ValueError(
+            f"demo_input_emb must have one row per demo ({lab.shape[0]}) and query_emb's "
+            f"dimension ({q.shape[0]}), got shape {inp.shape}"
+        )
+    degree = V.integer("degree", degree, low=1)
+    query_links = V.integer("query_links", query_links, low=1)
+    return _adaptive_scores(lab, inp, q, degree, query_links)
+
+
+def _adaptive_scores(
+    demo_label_emb: np.ndarray,
+    demo_input_emb: np.ndarray,
+    query_emb: np.ndarray,
+    degree: int,
+    query_links: int,
+) -> np.ndarray:
     n = demo_label_emb.shape[0]
     g = connect_components(knn_graph(demo_label_emb, k=min(degree, n - 2)))
     dbar = float(g.nnz) / n
@@ -291,9 +311,7 @@ class MAPLE:
             if len(demos) < 3:
                 return demos
             e_lab = self._embed([tpl.item(x, y) for x, y in demos])
-            t = adaptive_scores(
-                e_lab, e_in, e_q, degree=self.adapt_degree, query_links=self.query_links
-            )
+            t = _adaptive_scores(e_lab, e_in, e_q, self.adapt_degree, self.query_links)
         else:  # rag_adapt
             t = e_in @ e_q
         keep = t > np.percentile(t, self.percentile)
@@ -302,6 +320,8 @@ class MAPLE:
     def prompts(self, queries: Sequence[str]) -> list[str]:
         """One assembled prompt per query."""
         qs = _texts("queries", queries)
+        if not hasattr(self, "labeled_"):
+            raise RuntimeError("call fit before demonstrations/prompts/predict")
         return [self.template_.prompt(self.demonstrations(q), q, self.labels_) for q in qs]
 
     def predict(self, queries: Sequence[str]) -> list[str]:
