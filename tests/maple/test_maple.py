@@ -259,6 +259,13 @@ def test_label_scorer_on_tiny_llama_is_batched_consistently() -> None:
     together = scorer.log_probs(prompts)
     one_by_one = np.concatenate([scorer.log_probs([p]) for p in prompts])
     np.testing.assert_allclose(together, one_by_one, atol=1e-4)
+    # the shared-prefix cache gives what one left-padded pass over the full prompts gives
+    full = LabelScorer(lm, ("red", "blue", "green"), batch_size=3, share_prefix=False)
+    np.testing.assert_allclose(together, full.log_probs(prompts), atol=1e-4)
+    long = [f"Instructions.\n\nText: demo\nCategory: red\n\nText: q{i * 'x'}\n" for i in range(5)]
+    shared = LabelScorer(lm, ("red", "blue", "green"), batch_size=5)
+    probs = lm.next_token_probs(long)[:, shared.token_ids]
+    np.testing.assert_allclose(shared.log_probs(long), np.log(probs.numpy()), atol=1e-4)
     assert scorer(prompts)[0] in ("red", "blue", "green")
 
 

@@ -14,6 +14,7 @@ that model's own pipeline does), with a cache so that a text is encoded once.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,20 @@ import numpy as np
 import torch
 
 from icml25.core import validate as V
+
+
+@functools.cache
+def _cache_keyword() -> str:
+    """``cache`` in recent transformers (``past_key_values`` is deprecated there)."""
+    import inspect
+
+    try:
+        from transformers import LlamaModel
+
+        params = inspect.signature(LlamaModel.forward).parameters
+    except ImportError:  # pragma: no cover - without the [llm] extra
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def check_labels(labels: Any) -> tuple[str, ...]:
@@ -53,6 +68,9 @@ class LabelScorer:
         Apply the model's chat template (the answer then starts the assistant turn).
     batch_size, top_k
         Prompts per forward pass; tokens asked for from an endpoint.
+    share_prefix
+        Run the prompts' common token prefix once and reuse its key/value cache (Hugging Face
+        models; the demos of few-shot, random and RAG prompts are shared by every query).
     """
 
     def __init__(
@@ -63,6 +81,7 @@ class LabelScorer:
         chat: bool = True,
         batch_size: int = 8,
         top_k: int = 20,
+        share_prefix: bool = True,
     ) -> None:
         if not hasattr(lm, "next_token_logprobs"):
             raise TypeError(
@@ -71,6 +90,7 @@ class LabelScorer:
         self.lm, self.labels, self.chat = lm, check_labels(labels), bool(chat)
         self.batch_size = V.integer("batch_size", batch_size, low=1)
         self.top_k = V.integer("top_k", top_k, low=1)
+        self.share_prefix = bool(share_prefix)
         self.token_ids: list[int] | None = None
         if hasattr(lm, "next_token_probs") and hasattr(lm, "tokenizer"):
             lead = "" if self.chat else " "
@@ -88,8 +108,7 @@ class LabelScorer:
         for b in range(0, len(prompts), self.batch_size):
             batch = list(prompts[b : b + self.batch_size])
             if self.token_ids is not None:
-                probs = self.lm.next_token_probs(batch, chat=self.chat)[:, self.token_ids]
-                out.append(torch.log(probs).double().cpu().numpy())
+                out.append(self._hf_log_probs(batch))
                 continue
             for top in self.lm.next_token_logprobs(batch, chat=self.chat, top_k=self.top_k):
                 row = []
@@ -98,6 +117,50 @@ class LabelScorer:
                     row.append(max(hits) if hits else -np.inf)
                 out.append(np.asarray([row]))
         return np.concatenate(out) if out else np.zeros((0, len(self.labels)))
+
+    @torch.no_grad()
+    def _hf_log_probs(self, batch: list[str]) -> np.ndarray:
+        """Next-token log-probabilities of the label tokens for a batch of prompts that share a
+        prefix (the instruction, and often the demos): the prefix runs once, its key/value
+        cache is repeated over the batch, and only the right-padded suffixes run. Identical to
+        one left-padded pass over the full prompts up to float rounding (tested)."""
+        lm, tok = self.lm, self.lm.tokenizer
+        ids = [
+            tok(lm.text(p, chat=self.chat), add_special_tokens=False)["input_ids"] for p in batch
+        ]
+        shortest = min(len(x) for x in ids)
+        common = 0
+        while common < shortest - 1 and all(x[common] == ids[0][common] for x in ids):
+            common += 1
+        if not self.share_prefix or common < 2:
+            probs = lm.next_token_probs(batch, chat=self.chat)[:, self.token_ids]
+            return torch.log(probs).double().cpu().numpy()
+        model = lm.model
+        prefix = torch.tensor([ids[0][:common]])
+        first = model(input_ids=prefix, use_cache=True)
+        cache = getattr(first, "cache", None) or first.past_key_values
+        if len(batch) > 1:
+            cache.batch_repeat_interleave(len(batch))
+        lens = torch.tensor([len(x) - common for x in ids])
+        width = int(lens.max())
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        suffix = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), common + width), dtype=torch.long)
+        mask[:, :common] = 1
+        for i, x in enumerate(ids):
+            suffix[i, : len(x) - common] = torch.tensor(x[common:])
+            mask[i, common : len(x)] = 1
+        positions = (common + torch.arange(width)).expand(len(batch), width)
+        logits = model(
+            input_ids=suffix,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            **{_cache_keyword(): cache},
+        ).logits
+        last = logits[torch.arange(len(batch)), lens - 1].float()
+        logp = torch.log_softmax(last, dim=-1)[:, self.token_ids]
+        return logp.double().cpu().numpy()
 
     def __call__(self, prompts: list[str]) -> list[str]:
         scores = self.log_probs(prompts)
