@@ -125,7 +125,9 @@ def _bfs_counts(a: sp.csr_matrix, sources: np.ndarray) -> tuple[np.ndarray, np.n
     level = 0
     while frontier.any():
         level += 1
-        reach = a @ frontier  # paths into each node through the previous level
+        rows = np.flatnonzero(frontier.any(axis=1))  # nodes on some source's frontier
+        # paths into each node through the previous level (A symmetric: A[:, F] = A[F, :]^T)
+        reach = a[rows].T @ frontier[rows]
         new = (reach > 0) & (dist < 0)
         if not new.any():
             break
@@ -140,7 +142,8 @@ def shortest_path_counts(adj: Any, sources: Any) -> tuple[np.ndarray, np.ndarray
 
     Breadth-first dynamic programming: ``N(s) = 1`` and, for a node ``v`` first reached at
     level ``t``, ``N(v) = sum of N(u)`` over neighbours ``u`` at level ``t - 1``: one sparse
-    product per level for all sources together.
+    product per level for all sources together, restricted to the rows on some frontier (so
+    the total work is about one pass over the edges per source, however many levels).
 
     Returns
     -------
