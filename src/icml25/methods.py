@@ -25,6 +25,7 @@ METHOD_PACKAGES: tuple[str, ...] = (
     "icml25.enzyme_rag",
     "icml25.ipv_bench",
     "icml25.equilibrium_planner",
+    "icml25.maple",
 )
 
 
