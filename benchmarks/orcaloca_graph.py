@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from icml25.orcaloca import OrcaLoca, RetrievalPolicy, make_benchmark
-from icml25.orcaloca.graph import CodeGraph, _PARSE_CACHE
+from icml25.orcaloca.graph import _PARSE_CACHE, CodeGraph
 
 
 def stdlib_sources() -> dict[str, str]:

@@ -28,8 +28,8 @@ the largest lambda whose decoded validation accuracy, averaged over the run's se
 "Matched bits" comparisons bring a model above the target size down to it. Post-training
 quantisation does this with a coarser step (bisection on ``delta``); magnitude pruning does it
 by a fraction pruned from every tensor at the same ``delta``. The 80% pruning claims prune each
-tensor by its own threshold (controls: one global threshold), per family. The claims and rules were fixed before the first
-run.
+tensor by its own threshold (controls: one global threshold), per family. The claims and rules
+were fixed before the first run.
 """
 
 from __future__ import annotations
