@@ -82,8 +82,7 @@ def gg_rate(
     1/N; ``eps = 0``: the unsmoothed rate)."""
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
-    if not (eps >= 0 and math.isfinite(eps)):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    eps = V.number("eps", eps, low=0.0)
     total, count = 0.0, 0
     for p in params:
         total += float((p.detach().abs().double() + eps).pow(nu).sum())
@@ -157,8 +156,7 @@ def prox_power(theta: torch.Tensor, t: float, nu: float, eps: float = 0.0) -> to
         raise ValueError(f"t must be a finite number >= 0, got {t!r}")
     if not (nu > 0 and math.isfinite(nu)):
         raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
-    if not (eps >= 0 and math.isfinite(eps)):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    eps = V.number("eps", eps, low=0.0)
     if t == 0:
         return theta.clone()
     a = theta.detach().abs()

@@ -361,10 +361,13 @@ def text_task(b: Budget, seed: int, tiny: bool) -> Task:
 
 
 @torch.no_grad()
-def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+def predictions(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
     model.eval()
-    pred = torch.cat([model(X[i : i + 1024]).argmax(1) for i in range(0, len(X), 1024)])
-    return float((pred == y).float().mean())
+    return torch.cat([model(X[i : i + 1024]).argmax(1) for i in range(0, len(X), 1024)])
+
+
+def accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+    return float((predictions(model, X) == y).float().mean())
 
 
 def coded_copy(model: nn.Module, delta: float) -> nn.Module:
@@ -458,12 +461,11 @@ def pruned_at_bits(task: Task, model: nn.Module, target: float) -> float:
     return accuracy(coded_copy(m, task.delta), task.X_test, task.y_test)
 
 
-def prune_drop(task: Task, model: nn.Module, fraction: float = 0.8, scope: str = "tensor") -> float:
-    """Test accuracy (decoded) before minus after magnitude pruning, points."""
-    before = accuracy(coded_copy(model, task.delta), task.X_test, task.y_test)
-    m = copy.deepcopy(model)
+def prune_drop(task: Task, point: Point, fraction: float = 0.8, scope: str = "tensor") -> float:
+    """Test accuracy (decoded) before (``point.test``) minus after magnitude pruning, points."""
+    m = copy.deepcopy(point.model)
     magnitude_prune([p for _, p in default_rate_params(m)], fraction, scope=scope)
-    return 100 * (before - accuracy(coded_copy(m, task.delta), task.X_test, task.y_test))
+    return 100 * (point.test - accuracy(coded_copy(m, task.delta), task.X_test, task.y_test))
 
 
 def paired_se(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> float:
@@ -487,12 +489,6 @@ def select(normals: list[Point], grids: list[list[Point]]) -> int:
     ]
     ok = [i for i, d in enumerate(diffs) if d >= -0.01]
     return max(ok, key=lambda i: lams[i]) if ok else min(range(len(lams)), key=lams.__getitem__)
-
-
-@torch.no_grad()
-def predictions(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
-    model.eval()
-    return torch.cat([model(X[i : i + 1024]).argmax(1) for i in range(0, len(X), 1024)])
 
 
 def fixed_length_bits(model: nn.Module, delta: float) -> float:
@@ -583,8 +579,8 @@ def evaluate_family(r: dict[str, Any], index: int) -> None:
     r["ptq"] = at_bits(task, normal.model, chosen.bits)
     r["prune"] = pruned_at_bits(task, normal.model, chosen.bits)
     for scope in ("tensor", "global"):
-        r[f"drop_bs_{scope}"] = prune_drop(task, chosen.model, scope=scope)
-        r[f"drop_normal_{scope}"] = prune_drop(task, normal.model, scope=scope)
+        r[f"drop_bs_{scope}"] = prune_drop(task, chosen, scope=scope)
+        r[f"drop_normal_{scope}"] = prune_drop(task, normal, scope=scope)
     r["val_se"] = paired_se(
         predictions(coded_copy(chosen.model, task.delta), task.X_val),
         predictions(coded_copy(normal.model, task.delta), task.X_val),
