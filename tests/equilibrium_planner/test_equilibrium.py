@@ -230,3 +230,32 @@ def test_transformer_planner_outputs_plan_text():
     assert len(out) == 3 and all(isinstance(x, str) for x in out)
     for t, x in zip(TRAIN[:3], out, strict=False):
         score(t.scene, t.goal, x)  # any output can be scored
+
+
+def test_memo_changes_no_number_of_the_tiny_run():
+    # the evaluation memo (whole propose calls, generator state restored on a hit) is exact:
+    # every episode of every arm, the curves and the fixed-point share are identical without it
+    from icml25.equilibrium_planner.reproduce import CONFIGS, run_seed
+
+    cfg = CONFIGS["tiny"]
+    with_memo = run_seed(cfg, 0, memo=True)
+    without = run_seed(cfg, 0, memo=False)
+    assert with_memo == without
+
+
+def test_memo_hits_and_restores_the_generator():
+    from icml25.equilibrium_planner.reproduce import _Memo
+
+    torch.manual_seed(0)
+    memo = _Memo(TransformerPlanner(PlanTransformer(d_model=16, n_layers=1)))
+    items, fbs, drafts = TRAIN[:3], [[], [], []], [None, None, None]
+    g = torch.Generator().manual_seed(5)
+    first = memo.propose(items, fbs, drafts, top_k=10, generator=g)
+    after = g.get_state()
+    g.manual_seed(5)
+    again = memo.propose(items, fbs, drafts, top_k=10, generator=g)
+    assert again == first and memo.hits == 1
+    assert torch.equal(g.get_state(), after)
+    # another generator state is another call
+    memo.propose(items, fbs, drafts, top_k=10, generator=g)
+    assert memo.hits == 1

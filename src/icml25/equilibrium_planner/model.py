@@ -338,8 +338,9 @@ class PlanTransformer(nn.Module):
         pos = (valid.long().cumsum(1) - 1).clamp(min=0)[:, total - n :]
         x = self.tok(tok) + self.ids(ids) + self.room(room) + self.pos(pos)
         # query i sits at absolute position total - n + i
-        causal = torch.ones(total, total, dtype=torch.bool).tril()[total - n :]
-        eye = torch.eye(total, dtype=torch.bool)[total - n :]
+        q_at = torch.arange(total - n, total)[:, None]
+        k_at = torch.arange(total)[None, :]
+        causal, eye = k_at <= q_at, k_at == q_at  # rows of the last n positions only
         mask = (causal & valid[:, None, None, :]) | eye  # (b, 1, n, total)
         cached = past is not None and len(past) == len(self.blocks)
         for k, blk in enumerate(self.blocks):
@@ -394,6 +395,7 @@ def decode(
 
     ``restrict`` limits the output to a set of token ids (default: plan tokens)."""
     allowed = VOCAB.plan_tokens if restrict is None else restrict
+    stop = VOCAB.end if restrict is None else int(allowed[-1])
     tok, ids, room, valid, _ = collate(prompts, left=True)
     b = len(prompts)
     out: list[list[int]] = [[] for _ in range(b)]
@@ -416,10 +418,10 @@ def decode(
                 probs = torch.softmax(vals, dim=-1)
                 choice = idx.gather(1, torch.multinomial(probs, 1, generator=generator)).squeeze(1)
             nxt = allowed[choice]
-            for k in range(b):
-                if not done[k]:
-                    out[k].append(int(nxt[k]))
-            done |= nxt == (VOCAB.end if restrict is None else int(allowed[-1]))
+            for k, (t, d) in enumerate(zip(nxt.tolist(), done.tolist(), strict=True)):
+                if not d:
+                    out[k].append(t)
+            done |= nxt == stop
             if bool(done.all()):
                 break
             zeros = torch.zeros(b, 1, dtype=torch.long)
