@@ -11,17 +11,20 @@ from icml25.core.registry import register
 from icml25.it3.baselines import bn_adapt, tent
 from icml25.it3.engine import (
     IT3,
+    batch_statistics,
     idempotence_error,
     it3_objective,
     js_divergence,
     l1_distance,
     zigzag_recursion,
 )
-from icml25.it3.zigzag import ZigZag, zigzag_loss
+from icml25.it3.zigzag import LatentZigZag, ZigZag, zigzag_loss
 
 __all__ = [
     "IT3",
+    "LatentZigZag",
     "ZigZag",
+    "batch_statistics",
     "bn_adapt",
     "idempotence_error",
     "it3_objective",
