@@ -440,3 +440,129 @@ def test_recurrent_variant_feeds_back_the_first_prediction():
         zigzag_loss(zz, x, y, variant="recurrent", p_label=1.5)
     with pytest.raises(ValueError, match="other"):
         zigzag_loss(zz, x, y, variant="recurrent", other="uniform")
+
+
+# --- latent feedback (the official MNIST notebook), starts, BatchNorm modes (issue 22) --------
+
+
+def _latent_model(seed=0):
+    from icml25.it3 import LatentZigZag
+
+    torch.manual_seed(seed)
+    body = nn.Sequential(nn.Linear(4, 6), nn.LeakyReLU(0.01))
+    head = nn.Sequential(nn.Linear(6, 6), nn.LeakyReLU(0.01), nn.Linear(6, 3 + 6))
+    zz = LatentZigZag(body, head, 3, 6, neutral="uniform")
+    zz.mark_trained()
+    return zz.eval()
+
+
+def test_latent_zigzag_forward_by_hand():
+    zz = _latent_model()
+    x, a = torch.randn(5, 4), torch.rand(5, 3).softmax(-1)
+    h = zz.model(x) + F.leaky_relu(zz.embed(a), 0.01)
+    out = zz.head(h)
+    torch.testing.assert_close(zz(x, aux=a), out[:, :3])
+    _y, z = zz.forward_latent(x, aux=a)
+    torch.testing.assert_close(z, out[:, 3:])
+    torch.testing.assert_close(zz(x), zz(x, aux=torch.full((5, 3), 1 / 3)))
+    with pytest.raises(ValueError, match="aux must have shape"):
+        zz(x, aux=torch.rand(5, 4))
+    with pytest.raises(ValueError, match="h must have shape"):
+        zz.head_pass(torch.randn(5, 4))
+
+
+def test_latent_recurrent_loss_applies_the_head_to_the_first_latent():
+    zz = _latent_model()
+    x, y = torch.randn(7, 4), torch.randint(3, (7,))
+    got = zigzag_loss(zz, x, y, variant="recurrent", p_label=1.0)
+    y1, z1 = zz.forward_latent(x, aux=F.one_hot(y, 3).float())
+    y2 = zz.head_pass(z1, y1.softmax(-1))[0]
+    torch.testing.assert_close(got, F.cross_entropy(y1, y) + F.cross_entropy(y2, y))
+
+
+def test_latent_feedback_gradient_reaches_the_adapted_latent_and_the_head_is_frozen():
+    zz = _latent_model()
+    x, lr = torch.randn(8, 4), 0.1
+    it3 = IT3(zz, steps=1, lr=lr, optimizer="sgd", feedback="latent")
+    calls = []
+    it3.anchor.model.register_forward_hook(lambda *a: calls.append(1))
+    head0 = {k: v.clone() for k, v in it3.anchor.state_dict().items()}
+    it3(x)
+    assert not calls  # the anchor's body is never run: its head takes the adapted latent
+
+    for k, v in it3.anchor.state_dict().items():  # the anchor never changes
+        torch.testing.assert_close(v, head0[k])
+
+    def step(detach_latent):
+        f = copy.deepcopy(zz).requires_grad_(True)
+        y0, z0 = f.forward_latent(x)
+        z_in = z0.detach() if detach_latent else z0
+        y1 = it3.anchor.head_pass(z_in, y0.softmax(-1))[0]
+        loss = js_divergence(y0.softmax(-1), y1.softmax(-1)).mean()
+        grads = torch.autograd.grad(loss, list(f.parameters()), allow_unused=True)
+        return [
+            p.detach() - lr * (g if g is not None else 0)
+            for p, g in zip(f.parameters(), grads, strict=True)
+        ]
+
+    live, detached = step(False), step(True)
+    for got, want in zip(it3.work.parameters(), live, strict=True):
+        torch.testing.assert_close(got, want)
+    assert any(not torch.allclose(a, b) for a, b in zip(live, detached, strict=True))
+
+
+def test_latent_recursion_and_input_feedback_differ():
+    zz = _latent_model()
+    x = torch.randn(6, 4)
+    y0, z0 = zz.forward_latent(x)
+    torch.testing.assert_close(zigzag_recursion(zz, x), zz.head_pass(z0, y0.softmax(-1))[0])
+    torch.testing.assert_close(zigzag_recursion(zz, x, feedback="input"), zz(x, aux=y0.softmax(-1)))
+    torch.testing.assert_close(IT3(zz, steps=0)(x), zigzag_recursion(zz, x))
+    plain, _, _ = _trained_mlp(steps=5)
+    with pytest.raises(ValueError, match="LatentZigZag"):
+        IT3(plain, feedback="latent")
+    with pytest.raises(ValueError, match="feedback"):
+        IT3(zz, feedback="sideways")
+
+
+def test_random_start_is_a_seeded_one_hot():
+    zz = _latent_model()
+    x = torch.randn(9, 4)
+    got = IT3(zz, steps=0, output="first", start="random", seed=3)(x)
+    idx = torch.randint(3, (9,), generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(got, zz(x, aux=F.one_hot(idx, 3).float()))
+    reg, _, _ = _trained_mlp("regression", steps=5)
+    with pytest.raises(ValueError, match="classification"):
+        IT3(reg, start="random")
+    with pytest.raises(ValueError, match="start"):
+        IT3(zz, start="zeros")
+
+
+def _bn_zigzag():
+    torch.manual_seed(0)
+    zz = ZigZag(SmallCNN(10, width=4, hidden=8), 10, layer="block2", channels=8)
+    zz.train()
+    with torch.no_grad():
+        for _ in range(3):
+            zz(torch.randn(16, 1, 28, 28) * 2 + 1)  # running statistics away from the batch's
+    zz.mark_trained()
+    return zz.eval()
+
+
+def test_batchnorm_modes():
+    zz = _bn_zigzag()
+    x = torch.randn(12, 1, 28, 28)
+    before = {k: v.clone() for k, v in zz.state_dict().items()}
+    batch = IT3(zz, steps=0, output="first", batchnorm="batch")(x)
+    torch.testing.assert_close(batch, bn_adapt(zz, x))
+    with torch.no_grad():
+        torch.testing.assert_close(IT3(zz, steps=0, output="first")(x), zz(x))
+    assert not torch.allclose(batch, zz(x).detach())
+    it3 = IT3(zz, steps=2, lr=1e-2, batchnorm="batch")
+    it3(x)
+    it3(x[:6])  # weights (no running statistics) reset per batch
+    assert all(m.running_mean is None for m in it3.work.modules() if isinstance(m, nn.BatchNorm2d))
+    for k, v in zz.state_dict().items():  # the model passed in is untouched
+        torch.testing.assert_close(v, before[k])
+    with pytest.raises(ValueError, match="batchnorm"):
+        IT3(zz, batchnorm="train")

@@ -11,17 +11,20 @@ from icml25.core.registry import register
 from icml25.it3.baselines import bn_adapt, tent
 from icml25.it3.engine import (
     IT3,
+    batch_statistics,
     idempotence_error,
     it3_objective,
     js_divergence,
     l1_distance,
     zigzag_recursion,
 )
-from icml25.it3.zigzag import ZigZag, zigzag_loss
+from icml25.it3.zigzag import LatentZigZag, ZigZag, zigzag_loss
 
 __all__ = [
     "IT3",
+    "LatentZigZag",
     "ZigZag",
+    "batch_statistics",
     "bn_adapt",
     "idempotence_error",
     "it3_objective",
@@ -40,6 +43,6 @@ register(
     url="https://arxiv.org/abs/2410.04201",
     summary="Train f(x, y) to accept its own prediction; at test time adapt the weights to make "
     "f(x, f(x, 0)) = f(x, 0) on the test batch, across MLPs, CNNs and GNNs.",
-    quick_seconds=150,
+    quick_seconds=65,
     module="icml25.it3.reproduce",
 )

@@ -10,9 +10,11 @@ with the gradient reaching :math:`\theta` through :math:`y_0`, both directly and
 anchor's auxiliary input (the anchor's weights never change). The prediction is
 :math:`F(x, f_\theta(x, 0))` (``output="anchor"``) or :math:`f_\theta(x, 0)`
 (``output="first"``, what the official MNIST notebook reports). ``D`` is the mean L1 distance
-(regression) or the Jensen-Shannon divergence of the softmaxes (classification). Both copies
-run in eval mode: BatchNorm uses its running statistics, so a gain is not test-batch
-statistics.
+(regression) or the Jensen-Shannon divergence of the softmaxes (classification). By default
+both copies run in eval mode (BatchNorm uses its running statistics, so a gain is not
+test-batch statistics); ``batchnorm="batch"`` normalises with the test batch's statistics, as
+the official CIFAR notebook does. ``feedback="latent"`` applies the anchor's frozen head to the
+adapted model's latent (the official MNIST notebook, :class:`~icml25.it3.LatentZigZag`).
 
 The idempotence error :math:`D(F(x, 0), F(x, F(x, 0)))` is an out-of-distribution score
 (:func:`idempotence_error`).
@@ -28,12 +30,13 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
-from icml25.it3.zigzag import ZigZag, check_input
+from icml25.it3.zigzag import LatentZigZag, ZigZag, check_input
 
 Distance = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -111,35 +114,92 @@ def resolve_distance(model: ZigZag, distance: str | Distance | None) -> Distance
     raise ValueError(f"distance must be 'l1', 'js' or a callable, got {distance!r}")
 
 
+FEEDBACKS = ("auto", "input", "latent")
+
+
+def resolve_feedback(model: ZigZag, feedback: str) -> str:
+    """``"auto"``: ``"latent"`` for a :class:`LatentZigZag` (as it is trained), else
+    ``"input"``."""
+    if feedback not in FEEDBACKS:
+        raise ValueError(f"feedback must be one of {FEEDBACKS}, got {feedback!r}")
+    if feedback == "auto":
+        return "latent" if isinstance(model, LatentZigZag) else "input"
+    if feedback == "latent" and not isinstance(model, LatentZigZag):
+        raise ValueError(
+            "feedback='latent' needs a LatentZigZag (a model whose head returns a latent); "
+            f"got {type(model).__name__}"
+        )
+    return feedback
+
+
+def _passes(
+    f: ZigZag,
+    anchor: ZigZag,
+    x: torch.Tensor,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    feedback: str,
+    start: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(y0, y1)`` outputs: ``y0 = f(x, start)`` and the anchor's second pass fed ``y0``,
+    either ``F(x, y0)`` (``"input"``) or the frozen head on f's latent, ``F_2(z0, y0)``
+    (``"latent"``)."""
+    if feedback == "latent":
+        y0, z0 = cast(LatentZigZag, f).forward_latent(x, *args, aux=start, **kwargs)
+        y1 = cast(LatentZigZag, anchor).head_pass(z0, f.to_aux(y0))[0]
+    else:
+        y0 = f(x, *args, aux=start, **kwargs)
+        y1 = anchor(x, *args, aux=f.to_aux(y0), **kwargs)
+    return y0, y1
+
+
 def it3_objective(
-    f: ZigZag, anchor: ZigZag, x: torch.Tensor, *args: Any, distance: Distance, **kwargs: Any
+    f: ZigZag,
+    anchor: ZigZag,
+    x: torch.Tensor,
+    *args: Any,
+    distance: Distance,
+    feedback: str = "auto",
+    **kwargs: Any,
 ) -> torch.Tensor:
     r"""Per-sample :math:`D(y_0, F(x, y_0))` with :math:`y_0 = f(x, 0)`, differentiable in
-    ``f``'s parameters through both occurrences of :math:`y_0`."""
+    ``f``'s parameters through both occurrences of :math:`y_0` (with ``feedback="latent"``:
+    :math:`D(y_0, F_2(z_0, y_0))`, the gradient also reaching f's latent :math:`z_0`)."""
     check_zigzag(f)
     check_zigzag(anchor)
     check_input(x)
-    return _objective(f, anchor, x, *args, distance=distance, **kwargs)
+    fb = resolve_feedback(f, feedback)
+    return _objective(f, anchor, x, *args, distance=distance, feedback=fb, **kwargs)
 
 
 def _objective(
-    f: ZigZag, anchor: ZigZag, x: torch.Tensor, *args: Any, distance: Distance, **kwargs: Any
+    f: ZigZag,
+    anchor: ZigZag,
+    x: torch.Tensor,
+    *args: Any,
+    distance: Distance,
+    feedback: str = "input",
+    start: torch.Tensor | None = None,
+    **kwargs: Any,
 ) -> torch.Tensor:
     """:func:`it3_objective` on checked models and input (the adaptation loop's hot path)."""
-    y0 = f.to_aux(f(x, *args, **kwargs))
-    y1 = anchor.to_aux(anchor(x, *args, aux=y0, **kwargs))
-    return distance(y0, y1)
+    y0, y1 = _passes(f, anchor, x, args, kwargs, feedback, start)
+    return distance(f.to_aux(y0), anchor.to_aux(y1))
 
 
 @torch.no_grad()
-def zigzag_recursion(model: ZigZag, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-    """``F(x, F(x, 0))``: the recursion without any weight update (a baseline)."""
+def zigzag_recursion(
+    model: ZigZag, x: torch.Tensor, *args: Any, feedback: str = "auto", **kwargs: Any
+) -> torch.Tensor:
+    """``F(x, F(x, 0))`` (or ``F_2(z, y)`` with latent feedback): the recursion without any
+    weight update (a baseline)."""
     model = check_zigzag(model)
     check_input(x)
+    fb = resolve_feedback(model, feedback)
     was = model.training
     model.eval()
     try:
-        return model(x, *args, aux=model.to_aux(model(x, *args, **kwargs)), **kwargs)
+        return _passes(model, model, x, args, kwargs, fb)[1]
     finally:
         model.train(was)
 
@@ -150,18 +210,32 @@ def idempotence_error(
     x: torch.Tensor,
     *args: Any,
     distance: str | Distance | None = None,
+    feedback: str = "auto",
     **kwargs: Any,
 ) -> torch.Tensor:
     """Per-sample ``D(F(x, 0), F(x, F(x, 0)))`` (L1 or JS, as IT3 uses): an OOD score."""
     model = check_zigzag(model)
     check_input(x)
     dist = resolve_distance(model, distance)
+    fb = resolve_feedback(model, feedback)
     was = model.training
     model.eval()
     try:
-        return _objective(model, model, x, *args, distance=dist, **kwargs)
+        return _objective(model, model, x, *args, distance=dist, feedback=fb, **kwargs)
     finally:
         model.train(was)
+
+
+def batch_statistics(model: nn.Module) -> nn.Module:
+    """Make every BatchNorm layer of ``model`` normalise with the current batch's statistics,
+    in train and eval mode alike (its running statistics are dropped); returns ``model``."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.track_running_stats = False
+            m.running_mean = None
+            m.running_var = None
+            m.num_batches_tracked = None
+    return model
 
 
 def _split(batch: int, i: int, value: Any) -> Any:
@@ -200,6 +274,21 @@ class IT3:
         ``"anchor"``: ``F(x, f_theta(x, 0))``; ``"first"``: ``f_theta(x, 0)``.
     optimizer
         ``"adam"`` (the paper) or ``"sgd"``.
+    feedback
+        ``"input"``: the anchor recomputes the features from ``x``, ``F(x, y_0)`` (the paper's
+        formula); ``"latent"``: the anchor's frozen head is applied to the adapted model's
+        latent, ``F_2(z_0, y_0)`` (the official MNIST notebook; needs a
+        :class:`~icml25.it3.LatentZigZag`); ``"auto"``: latent for a LatentZigZag, else input.
+    start
+        The first pass's auxiliary input: ``"neutral"`` (the model's "don't know" signal) or
+        ``"random"`` (a random one-hot per sample, drawn afresh at every forward pass: the
+        official MNIST notebook; classification only).
+    batchnorm
+        ``"eval"``: BatchNorm layers use their running statistics; ``"batch"``: both copies
+        normalise with the test batch's statistics (the official CIFAR notebook runs the
+        adapted model in ``train()`` mode).
+    seed
+        Seed of the random starts.
 
     Attributes
     ----------
@@ -224,6 +313,10 @@ class IT3:
         output: str = "anchor",
         optimizer: str = "adam",
         reset_optimizer: bool = False,
+        feedback: str = "auto",
+        start: str = "neutral",
+        batchnorm: str = "eval",
+        seed: int = 0,
     ) -> None:
         model = check_zigzag(model)
         if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0):
@@ -236,14 +329,33 @@ class IT3:
             raise ValueError(f"output must be 'anchor' or 'first', got {output!r}")
         if optimizer not in ("adam", "sgd"):
             raise ValueError(f"optimizer must be 'adam' or 'sgd', got {optimizer!r}")
+        if start not in ("neutral", "random"):
+            raise ValueError(f"start must be 'neutral' or 'random', got {start!r}")
+        if start == "random" and model.task != "classification":
+            raise ValueError("start='random' (a random one-hot) needs a classification model")
+        if batchnorm not in ("eval", "batch"):
+            raise ValueError(f"batchnorm must be 'eval' or 'batch', got {batchnorm!r}")
         self.steps, self.lr, self.reset, self.output = steps, float(lr), reset, output
         self.optimizer_name, self.reset_optimizer = optimizer, bool(reset_optimizer)
         self.distance = resolve_distance(model, distance)
+        self.feedback = resolve_feedback(model, feedback)
+        self.start, self.batchnorm = start, batchnorm
+        self._gen = torch.Generator().manual_seed(int(seed))
         self.anchor = copy.deepcopy(model).eval().requires_grad_(False)
         self.work = copy.deepcopy(model).eval().requires_grad_(True)
-        self._theta0 = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if batchnorm == "batch":
+            batch_statistics(self.anchor)
+            batch_statistics(self.work)
+        self._theta0 = {k: v.detach().clone() for k, v in self.work.state_dict().items()}
         self._opt: torch.optim.Optimizer | None = None
         self.last_losses: list[list[float]] = []
+
+    def _start(self, x: torch.Tensor) -> torch.Tensor | None:
+        if self.start == "neutral":
+            return None
+        k = self.work.aux_dim
+        idx = torch.randint(k, (x.shape[0],), generator=self._gen)
+        return F.one_hot(idx, k).to(device=x.device, dtype=x.dtype)
 
     def _optimizer(self) -> torch.optim.Optimizer:
         params = self.work.parameters()
@@ -264,9 +376,13 @@ class IT3:
             self.reset_weights()
         assert self._opt is not None
         f, anchor, losses = self.work, self.anchor, []
+        fb = self.feedback
         with torch.enable_grad():
             for _ in range(self.steps):
-                loss = _objective(f, anchor, x, *args, distance=self.distance, **kwargs).mean()
+                loss = _objective(
+                    f, anchor, x, *args, distance=self.distance, feedback=fb,
+                    start=self._start(x), **kwargs,
+                ).mean()  # fmt: skip
                 if not torch.isfinite(loss):
                     raise FloatingPointError(
                         f"the IT3 objective became {loss.item()}: lower lr (got {self.lr}) or "
@@ -277,8 +393,7 @@ class IT3:
                 self._opt.step()
                 losses.append(float(loss.detach()))
         with torch.no_grad():
-            y0 = f(x, *args, **kwargs)
-            y1 = anchor(x, *args, aux=f.to_aux(y0), **kwargs)
+            y0, y1 = _passes(f, anchor, x, args, kwargs, fb, self._start(x))
             losses.append(float(self.distance(f.to_aux(y0), anchor.to_aux(y1)).mean()))
         self.last_losses.append(losses)
         return y1 if self.output == "anchor" else y0

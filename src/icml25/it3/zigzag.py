@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -186,6 +186,82 @@ class ZigZag(nn.Module):
         self.zigzag_trained.fill_(True)
 
 
+class LatentZigZag(ZigZag):
+    r"""A ZigZag whose label enters late and whose head also returns a latent: the official
+    MNIST notebook's ``Net = (F1, F2)``.
+
+    ``body(x)`` gives features :math:`h` of size ``latent_dim``; the head computes
+    ``head(h + LeakyReLU(W a))`` of size ``aux_dim + latent_dim``, split into the output (logits
+    or regression values, the first ``aux_dim``) and a latent :math:`z` (the rest).
+    ``forward(x, aux)`` returns the output only, so the model works wherever a
+    :class:`ZigZag` does. Its second pass can skip the body: :meth:`head_pass` applied to the
+    first pass's latent, :math:`(y_2, z_2) = F_2(z_1, y_1)`. That is the notebook's *latent
+    feedback*, which :func:`~icml25.it3.zigzag_loss` (``variant="recurrent"``) and
+    :class:`~icml25.it3.IT3` (``feedback="latent"``) use for this model; ``feedback="input"``
+    recomputes the features from ``x`` instead.
+    """
+
+    def __init__(
+        self,
+        body: nn.Module,
+        head: nn.Module,
+        aux_dim: int,
+        latent_dim: int,
+        *,
+        task: str = "classification",
+        neutral: float | str = 0.0,
+    ) -> None:
+        super().__init__(body, aux_dim, task=task, neutral=neutral)
+        if not isinstance(head, nn.Module):
+            raise TypeError(f"head must be a torch.nn.Module, got {type(head).__name__}")
+        if not (isinstance(latent_dim, int) and latent_dim > 0):
+            raise ValueError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+        self.head = head
+        self.latent_dim = latent_dim
+        self.embed = nn.Linear(aux_dim, latent_dim)
+
+    def _check_aux(self, x: torch.Tensor, aux: torch.Tensor | None) -> torch.Tensor:
+        if aux is None:
+            aux = self.neutral(x)
+        if not (aux.dim() == 2 and aux.shape == (x.shape[0], self.aux_dim)):
+            raise ValueError(
+                f"aux must have shape (batch, aux_dim) = ({x.shape[0]}, {self.aux_dim}), got "
+                f"{tuple(aux.shape)}"
+            )
+        return aux.to(x.dtype)
+
+    def head_pass(
+        self, h: torch.Tensor, aux: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``F_2(h, aux)``: (output, latent) from features or a latent ``h`` ``(B, latent_dim)``."""
+        if not (isinstance(h, torch.Tensor) and h.dim() == 2 and h.shape[1] == self.latent_dim):
+            raise ValueError(
+                f"h must have shape (batch, {self.latent_dim}), got "
+                f"{tuple(h.shape) if isinstance(h, torch.Tensor) else type(h).__name__}"
+            )
+        aux = self._check_aux(h, aux)
+        out = self.head(h + F.leaky_relu(self.embed(aux), 0.01))
+        if out.dim() != 2 or out.shape[1] != self.aux_dim + self.latent_dim:
+            raise ValueError(
+                f"head must return (batch, aux_dim + latent_dim) = (B, "
+                f"{self.aux_dim + self.latent_dim}), got {tuple(out.shape)}"
+            )
+        return out[:, : self.aux_dim], out[:, self.aux_dim :]
+
+    def forward_latent(
+        self, x: torch.Tensor, *args: Any, aux: torch.Tensor | None = None, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(y_1, z_1) = F_2(F_1(x), aux)``."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        return self.head_pass(self.model(x, *args, **kwargs), self._check_aux(x, aux))
+
+    def forward(
+        self, x: torch.Tensor, *args: Any, aux: torch.Tensor | None = None, **kwargs: Any
+    ) -> torch.Tensor:
+        return self.forward_latent(x, *args, aux=aux, **kwargs)[0]
+
+
 def check_input(x: Any) -> torch.Tensor:
     """A batched (batch first, at least 2-D) tensor without NaN or inf."""
     if not isinstance(x, torch.Tensor) or x.dim() < 2:
@@ -242,7 +318,9 @@ def zigzag_loss(
     probability ``p_label`` (one draw per batch, as there) and otherwise ``other``, a
     ``"random"`` label (random classes; for regression the batch's targets shuffled) or the
     ``"neutral"`` signal; the second pass is fed the first pass's prediction, with gradient:
-    :math:`\ell(y_1, y) + \ell(f(x, y_1), y)`, :math:`y_1 = f(x, a)`. A model trained only with
+    :math:`\ell(y_1, y) + \ell(f(x, y_1), y)`, :math:`y_1 = f(x, a)`. For a
+    :class:`LatentZigZag` the second pass is the notebook's latent feedback,
+    :math:`F_2(z_1, y_1)` with :math:`(y_1, z_1) = f(x, a)`. A model trained only with
     the true label can learn to copy it (it is more informative than ``x``); the random labels
     teach it to check the signal against the input.
 
@@ -265,6 +343,7 @@ def zigzag_loss(
     if loss_fn is None:
         loss_fn = F.cross_entropy if model.task == "classification" else F.l1_loss
     truth = model.label_to_aux(y).to(x.dtype)
+    latent: torch.Tensor | None = None
     if variant == "paper":
         first = model(x, *args, **kwargs)
     else:
@@ -278,13 +357,19 @@ def zigzag_loss(
             a = model.label_to_aux(idx.to(y.device)).to(x.dtype)
         else:
             a = truth[torch.randperm(len(y), generator=generator, device=dev).to(y.device)]
-        first = model(x, *args, aux=a, **kwargs)
+        if isinstance(model, LatentZigZag):
+            first, latent = model.forward_latent(x, *args, aux=a, **kwargs)
+        else:
+            first = model(x, *args, aux=a, **kwargs)
     if model.task == "regression" and first.shape != y.shape:
         raise ValueError(
             f"the model's output has shape {tuple(first.shape)} but y has {tuple(y.shape)}: "
             "regression targets must be shaped like the output"
         )
     second_aux = truth if variant == "paper" else model.to_aux(first)
-    second = model(x, *args, aux=second_aux, **kwargs)
+    if variant == "recurrent" and latent is not None:
+        second = cast(LatentZigZag, model).head_pass(latent, second_aux)[0]
+    else:
+        second = model(x, *args, aux=second_aux, **kwargs)
     model.mark_trained()
     return loss_fn(first, y) + loss_fn(second, y)
