@@ -147,3 +147,64 @@ def test_adaptive_lambda_is_the_codes_rule():
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# ------------------------------------------------------------------ the image sweep's machinery
+
+
+def _toy_images(seed: int = 0, per_class: int = 30) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(10), per_class)
+    X = (rng.random((len(y), 784)) * 0.2 + (y[:, None] == np.arange(784) % 10) * 0.8).astype(
+        np.float32
+    )
+    return X, y, X.copy(), y.copy()
+
+
+def test_split_by_classes_gives_c_classes_and_disjoint_images() -> None:
+    from icml25.pfl_tradeoff.images import split_by_classes
+
+    X, y, Xt, yt = _toy_images()
+    for c in (2, 5, 10):
+        d = split_by_classes(X, y, Xt, yt, c, np.random.default_rng(1), train=20, test=10)
+        assert d.X.shape == (10, 20, 784) and d.Xt.shape == (10, 10, 784)
+        for i in range(10):
+            assert set(d.y[i].tolist()) == set(d.classes[i]) == set(d.yt[i].tolist())
+            assert len(d.classes[i]) == c
+        # every class goes to c clients: training images are never shared
+        rows = d.X.reshape(-1, 784).numpy()
+        assert len(np.unique(rows, axis=0)) == len(rows)
+    with pytest.raises(ValueError, match="too few"):
+        split_by_classes(X, y, Xt, yt, 2, np.random.default_rng(1), train=200, test=10)
+
+
+@pytest.mark.parametrize("model", ["logreg", "cnn"])
+def test_arms_are_independent_and_fedavg_with_one_client_is_local(model: str) -> None:
+    import math
+
+    from icml25.pfl_tradeoff.images import ConvNet, LogReg, run_arms, split_by_classes
+
+    X, y, Xt, yt = _toy_images()
+    d = split_by_classes(X, y, Xt, yt, 3, np.random.default_rng(2), train=24, test=12)
+    m = LogReg() if model == "logreg" else ConvNet(2)
+    kw = dict(rounds=3, epochs=2, batch=8, lr=0.05, seed=4)
+    both, _ = run_arms(m, d, [0.0, 0.3, math.inf], **kw)
+    alone, _ = run_arms(m, d, [0.3], **kw)  # the batched run equals the arm run alone
+    assert alone[0].accuracy == pytest.approx(both[1].accuracy)
+    assert alone[0].train_loss == pytest.approx(both[1].train_loss, rel=1e-5)
+    assert both[0].train_loss < both[2].train_loss  # local fits its own data best
+    one = type(d)(d.X[:1], d.y[:1], d.Xt[:1], d.yt[:1], d.classes[:1])
+    res, official = run_arms(m, one, [0.0, math.inf], **kw)
+    assert res[0].train_loss == pytest.approx(res[1].train_loss, rel=1e-5)
+    assert official == pytest.approx(res[1].accuracy)
+
+
+def test_adaptive_arm_reports_its_lambda() -> None:
+    import math
+
+    from icml25.pfl_tradeoff.images import LogReg, run_arms, split_by_classes
+
+    X, y, Xt, yt = _toy_images()
+    d = split_by_classes(X, y, Xt, yt, 2, np.random.default_rng(3), train=20, test=10)
+    res, official = run_arms(LogReg(), d, [math.nan], rounds=4, epochs=1, batch=10, seed=0)
+    assert 0 < res[0].lam < math.inf and math.isnan(official)

@@ -3,8 +3,10 @@
 
 Library: the algorithm on vector problems (:func:`fedclup`, :func:`local_update`,
 :func:`server_update`, :func:`adaptive_lambda`), the exact PFL optimum for least squares
-(:func:`pfl_optimum`), the problems :class:`LeastSquares`, :class:`SoftmaxRegression` and
-:class:`TorchProblem` (any ``nn.Module``), and the Flower strategy and client app in
+(:func:`pfl_optimum`), the minibatch-SGD image sweep (:mod:`icml25.pfl_tradeoff.images`:
+local, FedCLUP and FedAvg arms trained at once), the problems :class:`LeastSquares`,
+:class:`SoftmaxRegression` and :class:`TorchProblem` (any ``nn.Module``), and the Flower
+strategy and client app in
 :mod:`icml25.pfl_tradeoff.flower` (``pip install 'icml25[fed]'``).
 Reproduction: ``icml25 reproduce pfl_tradeoff``.
 """
@@ -45,6 +47,6 @@ register(
     url="https://arxiv.org/abs/2410.08934",
     summary="FedCLUP: local proximal steps and a server step on the PFL objective; the "
     "personalization degree lambda trades statistical accuracy against communication.",
-    quick_seconds=120,
+    quick_seconds=60,
     module="icml25.pfl_tradeoff.reproduce",
 )
