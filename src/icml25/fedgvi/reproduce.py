@@ -28,7 +28,7 @@ frequentist baseline. Metrics on the test split: accuracy, NLL, ECE (15 bins, fr
 
 **(C) A Bayesian neural network on images with flipped labels** (issue 37: at a scale where
 the data, not the prior, decide): Fashion-MNIST (MNIST-5k without it) average-pooled to 7x7,
-3 IID clients of 5,000 images (full budget), 20% of the training labels flipped to a random
+3 IID clients of 3,000 images (full budget), 20% of the training labels flipped to a random
 other class on every client, the whole clean test split (10,000). A 49-16-10 ReLU MLP (970
 weights), mean-field Gaussian posterior, prior ``N(0, I)``, initial variance 1e-3 around
 He-initialised means. Local problems as the official code: Adam (rate from the pilot), 10
