@@ -193,3 +193,32 @@ def test_minibatches_are_unbiased_and_init_only_moves_the_start():
     a = fedgvi(prior, clients, 2)
     b = fedgvi(prior, clients, 2, init=NatGaussian.from_moments([5.0], [1e-3]))
     np.testing.assert_array_equal(a.q.h, b.q.h)
+
+
+def test_epochs_stop_early_and_summed_samples_weight_the_data():
+    prior = NatGaussian.from_moments([0.0], [10.0])
+    x = np.random.default_rng(3).normal(1.0, 1.0, 200)
+    model = GaussianLocation(x)
+    exact = local_posterior(prior, model)
+    events: Counter[str] = Counter()
+    opt = LocalOptimizer(method="adam", steps=400, lr=0.05, samples=8, batch_size=50, patience=5)
+    g = torch.Generator().manual_seed(0)
+    q = local_posterior(prior, model, conjugate=False, optimizer=opt, generator=g, events=events)
+    assert abs(q.mean[0] - exact.mean[0]) < 0.07  # one posterior sd
+    assert events["solves"] == 1 and events["early-stopped"] == 1 and events["epochs"] < 400
+    # summing the data term over S samples weights it S times: the posterior of S copies
+    s = 4
+    summed = LocalOptimizer(
+        method="adam", steps=400, lr=0.05, samples=s, batch_size=50, patience=20, mc="sum"
+    )
+    start = NatGaussian.from_moments([1.0], [1e-3])
+    q_sum = local_posterior(
+        prior, model, conjugate=False, optimizer=summed, generator=g, start=start
+    )
+    heavy = local_posterior(prior, GaussianLocation(np.tile(x, s)))
+    assert abs(q_sum.var[0] / heavy.var[0] - 1) < 0.3
+    assert abs(q_sum.mean[0] - heavy.mean[0]) < 0.07
+    with pytest.raises(ValueError, match="patience must be a positive integer"):
+        LocalOptimizer(patience=0)
+    with pytest.raises(ValueError, match="mc must be 'mean' or 'sum'"):
+        LocalOptimizer(mc="median")

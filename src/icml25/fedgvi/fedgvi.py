@@ -95,7 +95,15 @@ class LocalOptimizer:
     ``method="auto"``: L-BFGS when the expected loss has a closed form, else Adam on ``samples``
     reparameterised Monte Carlo samples for ``steps`` steps at learning rate ``lr`` (the
     paper's logistic regression: 150 samples, 500 steps, lr 0.01). ``batch_size``: Adam
-    estimates the data term on random minibatches, scaled by ``N / batch_size``."""
+    estimates the data term on random minibatches, scaled by ``N / batch_size``.
+
+    ``patience``: train in epochs instead (shuffled passes over the data in minibatches of
+    ``batch_size``), at most ``steps`` epochs, and stop once the epoch's mean objective has not
+    improved for ``patience`` epochs; the best epoch's ``q`` is returned (the official code's
+    early stopping on the ELBO, which stashes the best model). ``mc``: ``"mean"`` averages the
+    data term over the Monte Carlo samples (an unbiased estimate of the expected loss);
+    ``"sum"`` sums it, as the official BNN code does, which weights the data ``samples`` times
+    against the divergence."""
 
     method: str = "auto"
     steps: int = 500
@@ -103,6 +111,8 @@ class LocalOptimizer:
     samples: int = 150
     lbfgs_iter: int = 500
     batch_size: int | None = None
+    patience: int | None = None
+    mc: str = "mean"
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "lbfgs", "adam"):
@@ -115,6 +125,10 @@ class LocalOptimizer:
             isinstance(self.batch_size, int) and self.batch_size > 0
         ):
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.patience is not None and not (isinstance(self.patience, int) and self.patience > 0):
+            raise ValueError(f"patience must be a positive integer, got {self.patience!r}")
+        if self.mc not in ("mean", "sum"):
+            raise ValueError(f"mc must be 'mean' or 'sum', got {self.mc!r}")
 
 
 # --- variational parameters -------------------------------------------------------------
@@ -284,6 +298,60 @@ def _adam(
             events["step-rejected"] += 1
 
 
+def _adam_epochs(
+    on_batch: Callable[[_Variational, Tensor, Tensor | None], Tensor],
+    start: NatGaussian,
+    fallback: NatGaussian,
+    n: int,
+    batch: int | None,
+    optimizer: LocalOptimizer,
+    generator: torch.Generator | None,
+    events: Counter[str] | None,
+    var_bound: np.ndarray | None,
+) -> NatGaussian:
+    """Adam over shuffled epochs with early stopping on the epoch's mean objective; returns
+    the best epoch's ``q``. A non-finite step is undone and the rate halved, as in Adam."""
+    events = events if events is not None else Counter()
+    events["solves"] += 1
+    q = _Variational(start, var_bound)
+    with torch.no_grad():
+        if not torch.isfinite(on_batch(q, _draw(optimizer.samples, start.dim, generator), None)):
+            q = _Variational(fallback, var_bound)
+    opt = torch.optim.Adam(q.params(), lr=optimizer.lr)
+    best, best_q, since = float("inf"), q.snapshot(), 0
+    assert optimizer.patience is not None
+    for _ in range(optimizer.steps):
+        events["epochs"] += 1
+        order = torch.randperm(n, generator=generator)
+        chunks = [None] if batch is None else list(torch.split(order, batch))
+        total = 0.0
+        for idx in chunks:
+            saved = q.snapshot()
+            opt.zero_grad()
+            value = on_batch(q, _draw(optimizer.samples, start.dim, generator), idx)
+            if not torch.isfinite(value):
+                q.restore(saved)
+                for group in opt.param_groups:
+                    group["lr"] *= 0.5
+                events["step-rejected"] += 1
+                continue
+            value.backward()
+            opt.step()
+            if not all(torch.all(torch.isfinite(p)) for p in q.params()):
+                q.restore(saved)
+                events["step-rejected"] += 1
+            total += float(value.detach()) / len(chunks)
+        if total < best:
+            best, best_q, since = total, q.snapshot(), 0
+        else:
+            since += 1
+            if since >= optimizer.patience:
+                events["early-stopped"] += 1
+                break
+    q.restore(best_q)
+    return q.result()
+
+
 def _draw(samples: int, d: int, generator: torch.Generator | None) -> Tensor:
     return torch.randn(samples, d, dtype=torch.float64, generator=generator)
 
@@ -361,19 +429,37 @@ def local_posterior(
     batch = optimizer.batch_size
     if batch is not None and batch >= model.n:
         batch = None
+    reduce = (lambda x: x.mean(0)) if optimizer.mc == "mean" else (lambda x: x.sum(0))
 
-    def objective(q: _Variational, eps: Tensor | None) -> Tensor:
+    def on_batch(q: _Variational, eps: Tensor, idx: Tensor | None) -> Tensor:
         var = q.var()
-        if eps is None:
-            data = loss.expected(model, q.mu, var)
-        elif batch is None:
-            data = loss.per_point(model, q.sample(eps)).sum(1).mean(0)  # mean over samples
+        if idx is None:
+            data = reduce(loss.per_point(model, q.sample(eps)).sum(1))
         else:
-            idx = torch.randperm(model.n, generator=generator)[:batch]
-            part = loss.per_point(model.take(idx), q.sample(eps)).sum(1).mean(0)
-            data = part * (model.n / batch)
+            part = reduce(loss.per_point(model.take(idx), q.sample(eps)).sum(1))
+            data = part * (model.n / idx.numel())
         return data + divergence(q.mu, var, m_cav, v_cav)
 
+    def objective(q: _Variational, eps: Tensor | None) -> Tensor:
+        if eps is None:
+            return loss.expected(model, q.mu, q.var()) + divergence(q.mu, q.var(), m_cav, v_cav)
+        if batch is None:
+            return on_batch(q, eps, None)
+        return on_batch(q, eps, torch.randperm(model.n, generator=generator)[:batch])
+
+    if method == "adam" and optimizer.patience is not None:
+        q0 = start if start is not None else cavity
+        return _adam_epochs(
+            on_batch,
+            q0,
+            cavity,
+            model.n,
+            batch,
+            optimizer,
+            generator,
+            events,
+            _bound(divergence, v_cav),
+        )
     return minimise(
         objective,
         start if start is not None else cavity,
