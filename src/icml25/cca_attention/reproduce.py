@@ -235,39 +235,62 @@ def _rss_kib(field: str) -> int:
         return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
-def forward_cost_here(method: str, length: int, repeats: int = 3) -> dict[str, float]:
-    """Seconds (best of ``repeats - 1`` after a warm-up) and the peak growth of this process's
-    resident memory (MiB) over its inputs, for one (1, 8, L, 64) float32 causal forward pass.
-    The peak is Linux's high-water mark (``VmHWM``), reset to the current resident set just
-    before the runs (``/proc/self/clear_refs``); run it in a fresh process
-    (:func:`forward_cost`), where freed memory is not there to be reused."""
+def forward_cost_here(
+    method: str, length: int, repeats: int = 3, *, backward: bool = False, threads: int = 1
+) -> dict[str, float]:
+    """Cost of one (1, 8, L, 64) float32 causal attention pass, forward or, with
+    ``backward``, forward and backward, on ``threads`` threads: ``seconds`` (wall) and
+    ``cpu_seconds`` (this process's CPU time; with one thread it is what the wall time would
+    be on an idle machine, and other processes' load hardly moves it), each the best of
+    ``repeats - 1`` runs after a warm-up; and ``mib``, the peak growth of this process's
+    resident memory over its inputs (and the output gradient). The peak is Linux's
+    high-water mark (``VmHWM``), reset to the current resident set just before the runs
+    (``/proc/self/clear_refs``); run it in a fresh process (:func:`forward_cost`), where
+    freed memory is not there to be reused."""
     if method not in ("sdpa", "cca"):
         raise ValueError(f"method must be 'sdpa' or 'cca', got {method!r}")
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, SPEED_HEADS, length, SPEED_DIM) for _ in range(3))
+    grad = torch.randn_like(q) if backward else None
+    for x in (q, k, v):
+        x.requires_grad_(backward)
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the high-water mark
     except OSError:  # not Linux: growth over the process's earlier peak (may read 0)
         pass
     base = _rss_kib("VmRSS")
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        with torch.no_grad():
+        for x in (q, k, v):
+            x.grad = None
+        t0, c0 = time.perf_counter(), time.process_time()
+        with torch.set_grad_enabled(backward):
             if method == "sdpa":
-                F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             else:
-                cca_attention(q, k, v, group_size=SPEED_G, window=SPEED_S)
-        times.append(time.perf_counter() - t0)
-    return {"seconds": min(times[1:] or times), "mib": (_rss_kib("VmHWM") - base) / 1024}
+                out = cca_attention(q, k, v, group_size=SPEED_G, window=SPEED_S)
+            if grad is not None:
+                out.backward(grad)
+        del out
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return {
+        "seconds": min(walls[1:] or walls),
+        "cpu_seconds": min(cpus[1:] or cpus),
+        "mib": (_rss_kib("VmHWM") - base) / 1024,
+    }
 
 
-def forward_cost(method: str, length: int, repeats: int = 3) -> dict[str, float]:
+def forward_cost(
+    method: str, length: int, repeats: int = 3, *, backward: bool = False, threads: int = 1
+) -> dict[str, float]:
     """:func:`forward_cost_here` in a fresh Python process."""
     code = (
         "import json; from icml25.cca_attention.reproduce import forward_cost_here as f; "
-        f"print(json.dumps(f({method!r}, {int(length)}, {int(repeats)})))"
+        f"print(json.dumps(f({method!r}, {int(length)}, {int(repeats)}, "
+        f"backward={bool(backward)}, threads={int(threads)})))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if run.returncode:
