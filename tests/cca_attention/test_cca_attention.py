@@ -324,3 +324,13 @@ def test_real_smollm2_decodes_through_the_compressed_cache():  # opt-in: make ll
     torch.testing.assert_close(torch.cat(steps, 1), ref, atol=1e-4, rtol=1e-4)
     assert all(layer.keys.shape[2] <= 64 + 2 * 16 for layer in cache.layers)
     assert kv_cache_bytes(model, cache) > 0
+
+
+@pytest.mark.parametrize("method", ["sdpa", "cca"])
+def test_forward_cost_times_forward_and_backward(method):
+    from icml25.cca_attention.reproduce import forward_cost_here
+
+    for backward in (False, True):
+        cost = forward_cost_here(method, 512, repeats=2, backward=backward, threads=1)
+        assert set(cost) == {"seconds", "cpu_seconds", "mib"}
+        assert cost["seconds"] > 0 and cost["cpu_seconds"] > 0
