@@ -36,6 +36,76 @@ def test_chunked_equals_the_dense_reference(L, g, s, pool, block_size):
     torch.testing.assert_close(fast, ref, atol=1e-10, rtol=1e-10)
 
 
+@pytest.fixture(params=["fused", "pytorch"])
+def kernel(request, monkeypatch):
+    """Both block kernels: PyTorch's fused CPU attention and the plain-PyTorch fallback."""
+    from icml25.cca_attention import attention
+
+    if request.param == "fused" and attention._FLASH is None:
+        pytest.skip("this PyTorch has no fused CPU attention with a log-sum-exp")
+    monkeypatch.setattr(attention, "FORCE_PYTORCH", request.param == "pytorch")
+    return request.param
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    L=st.integers(1, 70),
+    g=st.integers(1, 12),
+    s=st.integers(0, 30),
+    pool=st.sampled_from(["attention", "mean"]),
+    block_size=st.sampled_from([None, 1, 5, 64]),
+)
+def test_the_plain_pytorch_fallback_equals_the_dense_reference(L, g, s, pool, block_size):
+    from icml25.cca_attention import attention
+
+    q, k, v = _qkv(L)
+    old, attention.FORCE_PYTORCH = attention.FORCE_PYTORCH, True
+    try:
+        fast = cca_attention(q, k, v, group_size=g, window=s, pool=pool, block_size=block_size)
+    finally:
+        attention.FORCE_PYTORCH = old
+    ref = dense_cca_attention(q, k, v, group_size=g, window=s, pool=pool)
+    torch.testing.assert_close(fast, ref, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize(("L", "g", "s", "block"), [(1100, 16, 256, None), (700, 16, 32, 100)])
+def test_float32_at_speed_settings_matches_the_reference_to_1e_6(kernel, L, g, s, block):
+    q, k, v = (x.float() for x in _qkv(L, heads=2, d=64, seed=3))
+    fast = cca_attention(q, k, v, group_size=g, window=s, block_size=block)
+    ref = dense_cca_attention(q, k, v, group_size=g, window=s)
+    torch.testing.assert_close(fast, ref, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("L", "g", "s", "pool", "block"),
+    [(23, 3, 4, "attention", 6), (19, 4, 0, "attention", 1), (17, 2, 5, "mean", None)],
+)
+def test_gradients_pass_gradcheck_in_float64(kernel, L, g, s, pool, block):
+    from icml25.cca_attention.attention import attend, core_tokens
+
+    q, k, v = (x[:1, :, :, :4].clone().requires_grad_(True) for x in _qkv(L, heads=2))
+
+    def fused(a, b, c):
+        return cca_attention(a, b, c, group_size=g, window=s, pool=pool, block_size=block)
+
+    def with_cores(a, b, c):  # the Hugging Face drop-in's path: cores from outside
+        return attend(a, b, c, core_tokens(a, b, c, g, 0.4, pool), g, s, 0.4, block)
+
+    assert torch.autograd.gradcheck(fused, (q, k, v))
+    assert torch.autograd.gradcheck(with_cores, (q, k, v))
+
+
+def test_gradients_equal_the_dense_references_in_float32(kernel):
+    q, k, v = (x.float().requires_grad_(True) for x in _qkv(600, heads=2, d=32, seed=5))
+    grad = torch.randn(2, 2, 600, 32, generator=torch.Generator().manual_seed(6))
+    fast = torch.autograd.grad(cca_attention(q, k, v, group_size=8, window=64), (q, k, v), grad)
+    ref = torch.autograd.grad(
+        dense_cca_attention(q, k, v, group_size=8, window=64), (q, k, v), grad
+    )
+    for a, b in zip(fast, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize(("L", "g", "s"), [(50, 4, 6), (33, 5, 0), (64, 8, 16), (7, 16, 2)])
 def test_every_earlier_position_is_reached_exactly_once(L, g, s):
     assert torch.equal(reach(L, g, s), torch.ones(L, L, dtype=torch.int).tril())
@@ -254,3 +324,13 @@ def test_real_smollm2_decodes_through_the_compressed_cache():  # opt-in: make ll
     torch.testing.assert_close(torch.cat(steps, 1), ref, atol=1e-4, rtol=1e-4)
     assert all(layer.keys.shape[2] <= 64 + 2 * 16 for layer in cache.layers)
     assert kv_cache_bytes(model, cache) > 0
+
+
+@pytest.mark.parametrize("method", ["sdpa", "cca"])
+def test_forward_cost_times_forward_and_backward(method):
+    from icml25.cca_attention.reproduce import forward_cost_here
+
+    for backward in (False, True):
+        cost = forward_cost_here(method, 512, repeats=2, backward=backward, threads=1)
+        assert set(cost) == {"seconds", "cpu_seconds", "mib"}
+        assert cost["seconds"] > 0 and cost["cpu_seconds"] > 0

@@ -18,19 +18,38 @@ For a causal sequence of length ``L``, group size ``g`` and local window ``s`` (
 
 :func:`cca_attention` takes ``(B, H, L, D)`` tensors like
 ``torch.nn.functional.scaled_dot_product_attention`` (causal self-attention; keys and
-values may have fewer heads, GQA). It works on blocks of queries, each scoring the core
-keys it may see and one contiguous slice of raw keys. Time is O(L (L/g + s + g)) and
-memory O(block (L/g + s + g)), not O(L^2). :func:`dense_cca_attention` builds the explicit
-``L x (m + L)`` mask from the rules; it exists for tests.
+values may have fewer heads, GQA). It runs PyTorch's fused CPU attention kernel (the one
+behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies: blocks of 64
+queries over their contiguous slice of raw keys, and blocks of 512 queries over the core
+tokens that all of them see (no mask) and over the few that only some see (a small
+staircase mask). The parts are merged by their log-sum-exps into one softmax. The backward
+is flash-style: it keeps the output and the log-sum-exp per row and recomputes each block;
+the pooling's gradients are written in place. Time is O(L (L/g + s + g)); extra memory is
+the core tokens (2/g of the output) and O(block (s + g)) buffers, not O(L^2). Where the
+fused kernel is missing (or off the CPU), the same blocks run in plain PyTorch.
+:func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
+exists for tests.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import torch
 
 Tensor = torch.Tensor
+
+# PyTorch's fused CPU attention with a log-sum-exp output (the kernel behind CPU SDPA) and
+# its backward; where a build lacks them, the same blocks run in plain PyTorch.
+_FLASH: Any = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_BACKWARD: Any = getattr(
+    torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None
+)
+FORCE_PYTORCH = False  # True: the plain-PyTorch blocks even where the fused kernel exists
+DEFAULT_BLOCK = 512  # queries per block over the core tokens (rounded up to a multiple of g)
+RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also rounded)
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -86,17 +105,8 @@ def core_tokens(
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or t.ndim != 4:
             raise ValueError(f"{name} must be a (B, H, L, D) tensor, got {getattr(t, 'shape', t)}")
-    B, H, L, D = k.shape
-    m = L // group_size
-    kg = k[:, :, : m * group_size].reshape(B, H, m, group_size, D)
-    vg = v[:, :, : m * group_size].reshape(B, H, m, group_size, D)
-    if pool == "mean":
-        return kg.mean(3), vg.mean(3)
-    if pool != "attention":
-        raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
-    q_last = q[:, :, group_size - 1 : m * group_size : group_size]  # (B, H, m, D)
-    w = torch.softmax(torch.einsum("bhmd,bhmgd->bhmg", q_last, kg) * scale, dim=-1)
-    return torch.einsum("bhmg,bhmgd->bhmd", w, kg), torch.einsum("bhmg,bhmgd->bhmd", w, vg)
+    w = _pool_weights(q, k, group_size, scale, pool)
+    return _pool(k, w, group_size), _pool(v, w, group_size)
 
 
 def cca_attention(
@@ -112,16 +122,20 @@ def cca_attention(
 ) -> Tensor:
     """Causal CCA attention, ``(B, H, L, D)`` in and out (see the module docstring).
 
-    Queries run in blocks of ``block_size`` (default: the window rounded up to a multiple of
-    ``g``, at least 128). A block scores the core tokens visible to its last query and one
-    contiguous slice of raw keys, from its first query's window start to its last query.
-    Per-row masks apply the exact rules, and one softmax covers both. That is
-    O(L (L/g + 2 s + g)) time and O(block (L/g + block + s + g)) extra memory."""
+    Queries run in blocks of ``block_size`` (default 512, rounded up to a multiple of ``g``)
+    over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
+    from the block's first window start to its last query; additive masks apply the exact
+    rules and the parts share one softmax (merged by log-sum-exp). Differentiable, with a
+    recomputing backward."""
     _check(query, key, value, group_size, window)
     key, value = expand_kv(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else scale
-    cores = core_tokens(query, key, value, group_size, scale, pool)
-    return attend(query, key, value, cores, group_size, window, scale, block_size)
+    if pool not in ("attention", "mean"):
+        raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
+    nq = _block_rows(group_size, window, block_size)
+    out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq)
+    assert isinstance(out, torch.Tensor)
+    return out
 
 
 def attend(
@@ -136,33 +150,314 @@ def attend(
 ) -> Tensor:
     """The blocked kernel of :func:`cca_attention`, given the core tokens (from
     :func:`core_tokens`) and keys and values with the query's head count: for a caller that
-    keeps the core tokens (the Hugging Face drop-in's prefill). Inputs are not checked."""
+    keeps the core tokens (the Hugging Face drop-in's prefill). Gradients flow to the core
+    tokens too. Inputs are not checked."""
     kc, vc = cores
-    L = query.shape[2]
+    nq = _block_rows(g, s, block_size)
+    out = _Attend.apply(query, key, value, kc, vc, g, s, scale, nq)
+    assert isinstance(out, torch.Tensor)
+    return out
+
+
+def _block_rows(g: int, s: int, block_size: int | None) -> int:
     if block_size is None:
-        block_size = max(128, s)
+        block_size = DEFAULT_BLOCK
     if not (isinstance(block_size, int) and block_size >= 1):
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-    nq = g * -(-block_size // g)
+    return g * -(-block_size // g)
+
+
+def _fused_ok(q: Tensor) -> bool:
+    return _FLASH is not None and q.device.type == "cpu" and not FORCE_PYTORCH
+
+
+def _raw_blocks(L: int, g: int, s: int, nr: int, dtype: torch.dtype) -> Iterator[_RawBlock]:
+    """Query blocks ``a .. b - 1`` (``nr`` rows, a multiple of ``g``) over their raw keys
+    ``k0 .. b - 1``, each with its additive mask (0 or -inf) and the rows that see no raw key
+    (only with ``s = 0``). Once every row of a full block sees a core token, the pattern
+    repeats from block to block and is built once."""
     J = visible_groups(L, g, s)
-    out = torch.empty_like(query)
-    for a in range(0, L, nq):
-        b = min(L, a + nq)
-        k0 = g * int(J[a])  # the earliest window start in this block
-        jmax = int(J[b - 1])  # the most core tokens any query of the block sees
-        rows, cols = torch.arange(a, b), torch.arange(k0, b)
-        hidden = (cols[None, :] > rows[:, None]) | (cols[None, :] < g * J[a:b, None])
-        if jmax:
-            hidden = torch.cat([torch.arange(jmax)[None, :] >= J[a:b, None], hidden], dim=1)
-            keys = torch.cat([kc[:, :, :jmax], key[:, :, k0:b]], dim=2)
-            values = torch.cat([vc[:, :, :jmax], value[:, :, k0:b]], dim=2)
+    steady: tuple[Tensor, Tensor | None] | None = None
+    for a in range(0, L, nr):
+        b = min(L, a + nr)
+        k0 = g * int(J[a])
+        if steady is not None and b - a == nr:
+            yield _RawBlock(a, b, k0, *steady)
+            continue
+        rows, cols = torch.arange(a, b)[:, None], torch.arange(k0, b)[None, :]
+        mask = torch.zeros(b - a, b - k0, dtype=dtype)
+        mask.masked_fill_((cols > rows) | (cols < g * J[a:b, None]), float("-inf"))
+        empty = g * J[a:b] > torch.arange(a, b)
+        block = (mask, empty if bool(empty.any()) else None)
+        if int(J[a]) >= 1 and b - a == nr:
+            steady = block
+        yield _RawBlock(a, b, k0, *block)
+
+
+class _RawBlock(NamedTuple):
+    a: int
+    b: int
+    k0: int
+    mask: Tensor
+    empty: Tensor | None
+
+
+def _core_blocks(L: int, g: int, s: int, nc: int, dtype: torch.dtype) -> Iterator[_CoreBlock]:
+    """Query blocks ``a .. b - 1`` over the core tokens: the rows ``c0 .. b - 1`` see at least
+    the cores ``0 .. j0 - 1`` (no mask); the rows ``r0 .. b - 1`` also see some of the cores
+    ``j0 .. jmax - 1`` (the staircase, an additive mask). Once the pattern repeats from block
+    to block it is built once."""
+    J = visible_groups(L, g, s)
+    first = g + s - 1  # J(t) >= 1 from t = first on
+    steady: Tensor | None = None
+    for a in range(0, L, nc):
+        b = min(L, a + nc)
+        c0 = max(a, first)
+        if c0 >= b:
+            continue
+        j0, jmax = int(J[c0]), int(J[b - 1])
+        r0 = c0 + int((J[c0:b] == j0).sum())  # J is non-decreasing
+        stair = None
+        if r0 < b:
+            if steady is not None and b - a == nc and c0 == a:
+                stair = steady
+            else:
+                hidden = torch.arange(j0, jmax)[None, :] >= J[r0:b, None]
+                stair = torch.zeros(b - r0, jmax - j0, dtype=dtype).masked_fill_(hidden, -math.inf)
+                if c0 == a and b - a == nc and j0 >= 1:
+                    steady = stair
+        yield _CoreBlock(c0, r0, b, j0, jmax, stair)
+
+
+class _CoreBlock(NamedTuple):
+    c0: int
+    r0: int
+    b: int
+    j0: int
+    jmax: int
+    stair: Tensor | None
+
+
+def _merge(out: Tensor, lse: Tensor, o: Tensor, m: Tensor) -> None:
+    """Fold a part's output ``o`` and log-sum-exp ``m`` into ``out`` and ``lse`` (in place)."""
+    both = torch.logaddexp(lse, m)
+    out.mul_(torch.exp(lse - both)[..., None]).add_(o.mul_(torch.exp(m - both)[..., None]))
+    lse.copy_(both)
+
+
+def _part_forward(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """Attention of ``q`` over ``(k, v)`` under an additive mask: output and log-sum-exp per
+    row. The fused CPU kernel where there is one, else the same in plain PyTorch."""
+    if _fused_ok(q):
+        out, lse = _FLASH(q, k, v, attn_mask=mask, scale=scale)
+        return out, lse
+    logits = (q @ k.transpose(-1, -2)).mul_(scale)
+    if mask is not None:
+        logits.add_(mask)
+    lse = torch.logsumexp(logits, dim=-1)
+    finite = torch.where(torch.isinf(lse), 0.0, lse)  # a row with no key: output 0
+    return torch.exp(logits.sub_(finite[..., None])) @ v, lse
+
+
+def _part_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    mask: Tensor | None,
+    scale: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Gradients of one part of a joint softmax, given the joint output and log-sum-exp:
+    ``P = exp(S - lse)``, ``dS = P (dP - rowsum(dout * out))``. Nothing of the forward's
+    probabilities is kept; they are recomputed here."""
+    if _fused_ok(q):
+        dq, dk, dv = _FLASH_BACKWARD(
+            dout, q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=scale
+        )
+        return dq, dk, dv
+    logits = (q @ k.transpose(-1, -2)).mul_(scale)
+    if mask is not None:
+        logits.add_(mask)
+    p = torch.exp(logits.sub_(lse[..., None]))
+    dv = p.transpose(-1, -2) @ dout
+    dp = dout @ v.transpose(-1, -2)
+    ds = p.mul_(dp.sub_((dout * out).sum(-1, keepdim=True))).mul_(scale)
+    return ds @ k, ds.transpose(-1, -2) @ q, dv
+
+
+def _attend_forward(
+    q: Tensor, k: Tensor, v: Tensor, kc: Tensor, vc: Tensor, g: int, s: int, scale: float, nq: int
+) -> tuple[Tensor, Tensor]:
+    """Output and per-row log-sum-exp. Each block attends to its visible core tokens and to
+    its raw slice in two fused calls (views, no copies), merged by their log-sum-exps."""
+    L = q.shape[2]
+    nr = g * -(-min(nq, RAW_BLOCK) // g)
+    out = torch.empty_like(q)
+    lse = q.new_empty(q.shape[:3])
+    for r in _raw_blocks(L, g, s, nr, q.dtype):
+        a, b, k0 = r.a, r.b, r.k0
+        if b > k0:
+            o, m = _part_forward(q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b], r.mask, scale)
+            out[:, :, a:b], lse[:, :, a:b] = o, m
         else:
-            keys, values = key[:, :, k0:b], value[:, :, k0:b]
-        # in place: one block of logits and its softmax are the largest buffers held
-        logits = (query[:, :, a:b] @ keys.transpose(-1, -2)).mul_(scale)
-        logits.masked_fill_(hidden, torch.finfo(logits.dtype).min)
-        out[:, :, a:b] = torch.softmax(logits, dim=-1) @ values
-    return out
+            out[:, :, a:b] = 0.0
+        if r.empty is not None:  # the fused kernel reports 0 there, not -inf
+            lse[:, :, a:b][:, :, r.empty] = float("-inf")
+    for c in _core_blocks(L, g, s, nq, q.dtype):
+        c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
+        if j0:
+            o, m = _part_forward(q[:, :, c0:b], kc[:, :, :j0], vc[:, :, :j0], None, scale)
+            _merge(out[:, :, c0:b], lse[:, :, c0:b], o, m)
+        if c.stair is not None:
+            o, m = _part_forward(q[:, :, r0:b], kc[:, :, j0:j1], vc[:, :, j0:j1], c.stair, scale)
+            _merge(out[:, :, r0:b], lse[:, :, r0:b], o, m)
+    return out, lse
+
+
+def _attend_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    kc: Tensor,
+    vc: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    g: int,
+    s: int,
+    scale: float,
+    nq: int,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    L = q.shape[2]
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    dkc, dvc = torch.zeros_like(kc), torch.zeros_like(vc)
+    dout = dout.contiguous()
+    nr = g * -(-min(nq, RAW_BLOCK) // g)
+    for r in _raw_blocks(L, g, s, nr, q.dtype):
+        a, b, k0 = r.a, r.b, r.k0
+        if b > k0:
+            part = (dout[:, :, a:b], q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b])
+            gq, gk, gv = _part_backward(*part, out[:, :, a:b], lse[:, :, a:b], r.mask, scale)
+            dq[:, :, a:b] += gq
+            dk[:, :, k0:b] += gk
+            dv[:, :, k0:b] += gv
+    for c in _core_blocks(L, g, s, nq, q.dtype):
+        c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
+        parts: list[tuple[int, int, int, Tensor | None]] = [(c0, 0, j0, None)] if j0 else []
+        if c.stair is not None:
+            parts.append((r0, j0, j1, c.stair))
+        for row, i, j, mask in parts:
+            part = (dout[:, :, row:b], q[:, :, row:b], kc[:, :, i:j], vc[:, :, i:j])
+            gq, gk, gv = _part_backward(*part, out[:, :, row:b], lse[:, :, row:b], mask, scale)
+            dq[:, :, row:b] += gq
+            dkc[:, :, i:j] += gk
+            dvc[:, :, i:j] += gv
+    return dq, dk, dv, dkc, dvc
+
+
+class _Attend(torch.autograd.Function):
+    """:func:`attend` with a recomputing backward: it keeps the output and one log-sum-exp
+    per row, never a block's probabilities."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        kc: Tensor,
+        vc: Tensor,
+        g: int,
+        s: int,
+        scale: float,
+        nq: int,
+    ) -> Tensor:
+        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
+        ctx.save_for_backward(q, k, v, kc, vc, out, lse)
+        ctx.sizes = (g, s, scale, nq)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
+        q, k, v, kc, vc, out, lse = ctx.saved_tensors
+        grads = _attend_backward(dout, q, k, v, kc, vc, out, lse, *ctx.sizes)
+        return (*grads, None, None, None, None)
+
+
+class _CCA(torch.autograd.Function):
+    """Pooling and attention in one function: the backward recomputes each block and writes
+    the pooling's gradients in place into those of the keys, values and queries, so that
+    training holds no more than the inputs, the output, their gradients and O(L / g) extra."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        g: int,
+        s: int,
+        scale: float,
+        pool: str,
+        nq: int,
+    ) -> Tensor:
+        w = _pool_weights(q, k, g, scale, pool)
+        kc, vc = _pool(k, w, g), _pool(v, w, g)
+        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
+        ctx.save_for_backward(q, k, v, kc, vc, w, out, lse)
+        ctx.sizes = (g, s, scale, nq)
+        ctx.pool = pool
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
+        q, k, v, kc, vc, w, out, lse = ctx.saved_tensors
+        g, s, scale, nq = ctx.sizes
+        dq, dk, dv, dkc, dvc = _attend_backward(dout, q, k, v, kc, vc, out, lse, g, s, scale, nq)
+        m = kc.shape[2]
+        if m:
+            kg, vg = _groups(k, g), _groups(v, g)
+            dkg, dvg = _groups(dk, g), _groups(dv, g)
+            wd = w.unsqueeze(-1)  # (B, H, m, g, 1)
+            dkg.addcmul_(wd, dkc.unsqueeze(-2))  # k_core = sum_j w_j k_j
+            dvg.addcmul_(wd, dvc.unsqueeze(-2))
+            if ctx.pool == "attention":  # w = softmax(q_last . k_j * scale) over the group
+                dw = (kg @ dkc.unsqueeze(-1)).squeeze(-1) + (vg @ dvc.unsqueeze(-1)).squeeze(-1)
+                dlogit = w * (dw - (w * dw).sum(-1, keepdim=True)) * scale
+                dkg.addcmul_(dlogit.unsqueeze(-1), _last_queries(q, g).unsqueeze(-2))
+                _last_queries(dq, g).add_((dlogit.unsqueeze(-2) @ kg).squeeze(-2))
+        return dq, dk, dv, None, None, None, None, None
+
+
+def _groups(x: Tensor, g: int) -> Tensor:
+    """``(B, H, m, g, D)`` view of the complete groups of ``x`` (B, H, L, D)."""
+    B, H, L, D = x.shape
+    return x[:, :, : (L // g) * g].view(B, H, L // g, g, D)
+
+
+def _last_queries(q: Tensor, g: int) -> Tensor:
+    """``(B, H, m, D)`` view of the query at each complete group's last position."""
+    return q[:, :, g - 1 : (q.shape[2] // g) * g : g]
+
+
+def _pool_weights(q: Tensor, k: Tensor, g: int, scale: float, pool: str) -> Tensor:
+    """``(B, H, m, g)`` pooling weights of the complete groups."""
+    kg = _groups(k, g)
+    if pool == "mean":
+        return kg.new_full(kg.shape[:4], 1.0 / g)
+    if pool != "attention":
+        raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
+    logits = (kg @ _last_queries(q, g).unsqueeze(-1)).squeeze(-1)
+    return torch.softmax(logits * scale, dim=-1)
+
+
+def _pool(x: Tensor, w: Tensor, g: int) -> Tensor:
+    """``sum_j w_j x_j`` over each complete group: ``(B, H, m, D)``."""
+    return (w.unsqueeze(-2) @ _groups(x, g)).squeeze(-2)
 
 
 def dense_cca_attention(
