@@ -265,6 +265,18 @@ def save_compressed(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     state = model.state_dict()
     names = _coded_names(model, coded)
+    # a tensor shared under several names (tied embeddings) is stored once: later names are
+    # written as aliases of the first
+    first: dict[tuple[int, tuple[int, ...], tuple[int, ...], str], str] = {}
+    tied: dict[str, str] = {}
+    for name in [*names, *(n for n in state if n not in names)]:
+        t = state[name]
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+        if t.numel() and key in first:
+            tied[name] = first[key]
+        else:
+            first.setdefault(key, name)
+    names = [n for n in names if n not in tied]
     qs = [quantize(state[n], delta).ravel() for n in names]
     q = np.concatenate(qs) if qs else np.zeros(0, dtype=np.int64)
     stream, offsets, total_bits, block = eg_encode(zigzag(q))
@@ -272,7 +284,7 @@ def save_compressed(
     raw_meta: list[dict[str, Any]] = []
     at = 0
     for name, t in state.items():
-        if name in names:
+        if name in names or name in tied:
             continue
         arr = t.detach().cpu().numpy()
         buf = np.ascontiguousarray(arr).tobytes()
@@ -292,6 +304,7 @@ def save_compressed(
             {"name": n, "shape": list(state[n].shape), "dtype": str(state[n].dtype)} for n in names
         ],
         "raw": raw_meta,
+        "tied": tied,
         "stream_bytes": len(stream),
         "body_bytes": len(body),
         "chunk": CHUNK,
@@ -382,6 +395,10 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
         size = int(np.prod(shape)) * dt.itemsize
         arr = np.frombuffer(raw[at + meta["offset"] : at + meta["offset"] + size], dtype=dt)
         new[n] = torch.from_numpy(arr.reshape(shape).copy())
+    for n, source in header.get("tied", {}).items():
+        if n not in state or source not in new or state[n].shape != new[source].shape:
+            raise ValueError(f"the file's tied tensor {n} (= {source}) does not fit the model")
+        new[n] = new[source]
     model.load_state_dict(new, strict=True)
     return CompressionStats(
         coded_params=count,
