@@ -62,6 +62,6 @@ register(
     url="https://arxiv.org/abs/2504.16968",
     summary="Train with a generalized-Gaussian rate penalty (rate-distortion optimisation), "
     "then quantise and Exp-Golomb code the weights: smaller coded models at equal accuracy.",
-    quick_seconds=235,
+    quick_seconds=260,
     module="icml25.backslash.reproduce",
 )
