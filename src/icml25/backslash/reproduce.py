@@ -10,6 +10,13 @@
    4,980 texts, split 60/20/20). Without Debian's ``fortunes`` package, the docstrings of six
    standard-library packages stand in (616 texts, labelled by package).
 
+3. **Language model** (issue 39): SmolLM2-135M-Instruct fine-tuned on standard-library
+   source with and without the rate step (:func:`lm_block`, :mod:`icml25.backslash.lm`); it
+   runs when the ``[llm]`` extra and the model are present and says plainly when not. The
+   ``tiny`` budget runs it on the tiny random Llama.
+
+Quick runs the image and text families on the first seed only (full: all seeds).
+
 Every model is trained with Adam (lr 1e-3, batch 64/128). BackSlash models attach the rate
 step to the optimizer for the whole training (no fine-tuning epochs after it). Every accuracy
 is that of the *decoded* model. Weights of all Linear and Embedding layers are quantised with
