@@ -6,6 +6,9 @@ step post-hook), :func:`gg_shape` / :func:`gg_rate` / :func:`prox_power` (the ge
 Gaussian rate and its proximal operator), the compressed format :func:`save_compressed` /
 :func:`load_compressed` (uniform quantisation + Exp-Golomb bitstream, vectorised encoder and
 decoder), :func:`coded_bits` and :func:`magnitude_prune`.
+Language models: :mod:`icml25.backslash.lm` (fine-tune a Hugging Face causal LM with the rate
+step, decoded perplexity, the file's round trip into ``transformers``;
+``examples/backslash_hf.py``).
 Reproduction: ``icml25 reproduce backslash``.
 """
 
@@ -62,6 +65,6 @@ register(
     url="https://arxiv.org/abs/2504.16968",
     summary="Train with a generalized-Gaussian rate penalty (rate-distortion optimisation), "
     "then quantise and Exp-Golomb code the weights: smaller coded models at equal accuracy.",
-    quick_seconds=235,
+    quick_seconds=260,
     module="icml25.backslash.reproduce",
 )

@@ -134,21 +134,35 @@ def _block_size(n: int) -> int:
     return int(min(65536, max(256, math.isqrt(max(n, 1)) + 1)))
 
 
+ENCODE_CHUNK = 1 << 22
+"""Codewords per pass of :func:`eg_encode`: its temporaries (about ten uint64 arrays of this
+length) stay near 0.3 GiB however large the model, instead of ten copies of all its weights."""
+
+
 def eg_encode(u: np.ndarray, block: int | None = None) -> tuple[bytes, np.ndarray, int, int]:
     """Encode unsigned integers. Returns ``(stream, block_offsets, total_bits, block)``."""
     u = _integers("u", u).ravel()
     n = len(u)
     block = _block_size(n) if block is None else V.integer("block", block, low=1)
-    lengths = eg_lengths(u)
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    offsets = starts[::block].astype(np.uint64) if n else np.zeros(0, np.uint64)
-    total = int(ends[-1]) if n else 0
-    # each codeword (the integer u + 1 in `length` bits) lands in one or two 64-bit words;
-    # the pieces are disjoint bits, so a word is the OR of its pieces (reduceat over runs)
+    # passes over whole blocks: first each pass's bit count (where the next one starts), then
+    # the codewords of each pass written at their global bit positions
+    step = max(block, ENCODE_CHUNK // block * block)
+    cuts = list(range(0, n, step))
+    bases = np.zeros(len(cuts) + 1, dtype=np.int64)
+    for i, a in enumerate(cuts):
+        bases[i + 1] = bases[i] + int(eg_lengths(u[a : a + step]).sum())
+    total = int(bases[-1])
     words = np.zeros((total + 63) // 64 + 1, dtype=np.uint64)
-    if n:
-        v = u + np.uint64(1)
+    offsets = np.zeros(-(-n // block), dtype=np.uint64)
+    for i, a in enumerate(cuts):
+        part = u[a : a + step]
+        lengths = eg_lengths(part)
+        ends = np.cumsum(lengths) + bases[i]
+        starts = ends - lengths
+        offsets[a // block : (a + len(part) - 1) // block + 1] = starts[::block].astype(np.uint64)
+        # each codeword (the integer u + 1 in `length` bits) lands in one or two 64-bit words;
+        # the pieces are disjoint bits, so a word is the OR of its pieces (reduceat over runs)
+        v = part + np.uint64(1)
         off = (starts & 63).astype(np.uint64)
         w0 = starts >> 6
         lg = lengths.astype(np.uint64)
@@ -265,14 +279,31 @@ def save_compressed(
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     state = model.state_dict()
     names = _coded_names(model, coded)
-    qs = [quantize(state[n], delta).ravel() for n in names]
-    q = np.concatenate(qs) if qs else np.zeros(0, dtype=np.int64)
-    stream, offsets, total_bits, block = eg_encode(zigzag(q))
+    # a tensor shared under several names (tied embeddings) is stored once: later names are
+    # written as aliases of the first
+    first: dict[tuple[int, tuple[int, ...], tuple[int, ...], str], str] = {}
+    tied: dict[str, str] = {}
+    for name in [*names, *(n for n in state if n not in names)]:
+        t = state[name]
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+        if t.numel() and key in first:
+            tied[name] = first[key]
+        else:
+            first.setdefault(key, name)
+    names = [n for n in names if n not in tied]
+    # one uint64 array of codes, filled tensor by tensor (no list of int64 copies beside it)
+    u = np.empty(sum(state[n].numel() for n in names), dtype=np.uint64)
+    at = 0
+    for n in names:
+        k = state[n].numel()
+        u[at : at + k] = zigzag(quantize(state[n], delta).ravel())
+        at += k
+    stream, offsets, total_bits, block = eg_encode(u)
     raw_parts: list[bytes] = []
     raw_meta: list[dict[str, Any]] = []
     at = 0
     for name, t in state.items():
-        if name in names:
+        if name in names or name in tied:
             continue
         arr = t.detach().cpu().numpy()
         buf = np.ascontiguousarray(arr).tobytes()
@@ -286,12 +317,13 @@ def save_compressed(
         "version": 2,
         "delta": delta,
         "block": block,
-        "count": len(q),
+        "count": len(u),
         "total_bits": total_bits,
         "coded": [
             {"name": n, "shape": list(state[n].shape), "dtype": str(state[n].dtype)} for n in names
         ],
         "raw": raw_meta,
+        "tied": tied,
         "stream_bytes": len(stream),
         "body_bytes": len(body),
         "chunk": CHUNK,
@@ -305,7 +337,7 @@ def save_compressed(
     out.write(body)
     Path(path).write_bytes(out.getvalue())
     return CompressionStats(
-        coded_params=len(q),
+        coded_params=len(u),
         raw_params=sum(math.prod(m["shape"]) for m in raw_meta),
         codeword_bits=total_bits,
         stream_bits=8 * len(stream) + 64 * len(offsets),
@@ -382,6 +414,10 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
         size = int(np.prod(shape)) * dt.itemsize
         arr = np.frombuffer(raw[at + meta["offset"] : at + meta["offset"] + size], dtype=dt)
         new[n] = torch.from_numpy(arr.reshape(shape).copy())
+    for n, source in header.get("tied", {}).items():
+        if n not in state or source not in new or state[n].shape != new[source].shape:
+            raise ValueError(f"the file's tied tensor {n} (= {source}) does not fit the model")
+        new[n] = new[source]
     model.load_state_dict(new, strict=True)
     return CompressionStats(
         coded_params=count,

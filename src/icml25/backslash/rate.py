@@ -64,10 +64,21 @@ def gg_shape(theta: torch.Tensor | np.ndarray, bounds: tuple[float, float] = NU_
         raise ValueError("theta must not be empty")
     if not torch.isfinite(x).all():
         raise ValueError("theta must be finite (got NaN/inf)")
-    s1 = float(x.abs().sum())
+    return gg_shape_from_moments(x.numel(), float(x.abs().sum()), float((x * x).sum()), bounds)
+
+
+def gg_shape_from_moments(
+    n: int, s1: float, s2: float, bounds: tuple[float, float] = NU_TABLE
+) -> float:
+    """:func:`gg_shape` from ``n``, ``sum |theta|`` and ``sum theta^2``."""
+    lo, hi = bounds
+    if not 0 < lo < hi:
+        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds!r}")
+    if not (math.isfinite(s1) and math.isfinite(s2)):
+        raise ValueError("theta must be finite (got NaN/inf)")
     if s1 == 0.0:
         return lo
-    rho = x.numel() * float((x * x).sum()) / s1**2
+    rho = n * s2 / s1**2
     if rho >= gg_rho(lo):
         return lo
     if rho <= gg_rho(hi):
@@ -202,12 +213,15 @@ def _prox_smoothed(a: torch.Tensor, t: float, nu: float, eps: float) -> torch.Te
 
 
 def default_rate_params(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
-    """``(name, parameter)`` of the weights of every ``nn.Linear`` and ``nn.Embedding``."""
+    """``(name, parameter)`` of the weights of every ``nn.Linear`` and ``nn.Embedding``; a
+    weight shared by several modules (a language model's tied input and output embeddings)
+    is listed once, under its first name, so the rate step and the coder see it once."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    out = []
+    out, seen = [], set()
     for mod_name, mod in model.named_modules():
-        if isinstance(mod, (nn.Linear, nn.Embedding)):
+        if isinstance(mod, (nn.Linear, nn.Embedding)) and id(mod.weight) not in seen:
+            seen.add(id(mod.weight))  # a tied weight (lm_head = embeddings) counts once
             name = f"{mod_name}.weight" if mod_name else "weight"
             out.append((name, mod.weight))
     return out
@@ -272,6 +286,7 @@ class BackSlash:
         if not 0 < lo <= hi:
             raise ValueError(f"nu_bounds must satisfy 0 < low <= high, got {nu_bounds!r}")
         chosen = list(params) if params is not None else [p for _, p in default_rate_params(model)]
+        chosen = list({id(p): p for p in chosen}.values())  # a tied tensor takes one step
         if not chosen:
             raise ValueError("no parameters to constrain (the model has no Linear/Embedding)")
         self.params = chosen
@@ -282,10 +297,16 @@ class BackSlash:
         self.nu_: float = float(nu) if nu != "auto" else self._estimate()
 
     def _estimate(self) -> float:
-        flat = torch.cat([p.detach().flatten() for p in self.params])
         if self.nu_bounds[0] == self.nu_bounds[1]:
             return self.nu_bounds[0]
-        return gg_shape(flat, self.nu_bounds)
+        if self.n_params <= 1 << 22:
+            flat = torch.cat([p.detach().flatten() for p in self.params])
+            return gg_shape(flat, self.nu_bounds)
+        # large models: the two moments tensor by tensor, accumulated in float64, instead of
+        # a float64 copy of every weight (1.3 GB for SmolLM2-135M)
+        s1 = sum(float(p.detach().abs().sum(dtype=torch.float64)) for p in self.params)
+        s2 = sum(float(p.detach().pow(2).sum(dtype=torch.float64)) for p in self.params)
+        return gg_shape_from_moments(self.n_params, s1, s2, self.nu_bounds)
 
     def rate(self) -> float:
         """The current ``R(theta)`` at the current ``nu``."""

@@ -10,6 +10,13 @@
    4,980 texts, split 60/20/20). Without Debian's ``fortunes`` package, the docstrings of six
    standard-library packages stand in (616 texts, labelled by package).
 
+3. **Language model** (issue 39): SmolLM2-135M-Instruct fine-tuned on standard-library
+   source with and without the rate step (:func:`lm_block`, :mod:`icml25.backslash.lm`); it
+   runs when the ``[llm]`` extra and the model are present and says plainly when not. The
+   ``tiny`` budget runs it on the tiny random Llama.
+
+Quick runs the image and text families on the first seed only (full: all seeds).
+
 Every model is trained with Adam (lr 1e-3, batch 64/128). BackSlash models attach the rate
 step to the optimizer for the whole training (no fine-tuning epochs after it). Every accuracy
 is that of the *decoded* model. Weights of all Linear and Embedding layers are quantised with
@@ -66,6 +73,55 @@ from icml25.core.runner import RunContext
 FAMILIES = ("image", "text")
 LABEL = {"image": "MLP / Fashion-MNIST", "text": "transformer / fortunes"}
 CATEGORIES = ("people", "computers", "songs-poems", "politics", "work", "science")
+
+LM = "SmolLM2-135M-Instruct fine-tuned on standard-library source"
+LM_CLAIMS = (
+    Claim(
+        id="lm_size",
+        statement="At equal quantisation step, BackSlash's coded model is 60-90% smaller "
+        "than normal training's (the paper's subject: LLMs).",
+        where="Abstract; Fig. 5",
+        metric=f"Exp-Golomb bits per weight of every Linear/Embedding weight, selected "
+        f"BackSlash fine-tune / normal fine-tune, same steps and delta, {LM}",
+        paper_value="0.1-0.4 (60-90% less)",
+        rule=Rule("<=", 0.4, partial=0.7),
+    ),
+    Claim(
+        id="lm_perplexity",
+        statement="... without accuracy loss.",
+        where="Abstract; Fig. 5",
+        metric=f"held-out perplexity of the decoded BackSlash model / the decoded normal "
+        f"fine-tune's - 1, percent, {LM}",
+        paper_value="~0 (no accuracy loss)",
+        rule=Rule("<=", 5.0, partial=20.0),
+    ),
+    Claim(
+        id="lm_pruning_80",
+        statement="BackSlash keeps its accuracy at 80% pruning.",
+        where="Abstract",
+        metric=f"log(perplexity after 80% per-tensor magnitude pruning / before), decoded "
+        f"selected BackSlash model, nats, {LM}",
+        paper_value="maintains accuracy",
+        rule=Rule("<=", 0.05, partial=0.2),
+    ),
+    Claim(
+        id="lm_pruning_80_vs_normal",
+        statement="... where normal training loses accuracy.",
+        where="Abstract",
+        metric=f"log-perplexity increase at 80% per-tensor pruning: normal - BackSlash, nats, {LM}",
+        paper_value="> 0",
+        rule=Rule(">=", 0.05, partial=0.0),
+    ),
+    Claim(
+        id="lm_file_vs_torch_save",
+        statement="BackSlash reduces the memory of the stored model by 60-90%.",
+        where="Abstract",
+        metric=f"bytes of the save_compressed file of the selected BackSlash model / bytes of "
+        f"torch.save of the same model's state_dict (float32), {LM}",
+        paper_value="0.1-0.4 (60-90% less)",
+        rule=Rule("<=", 0.4, partial=0.7),
+    ),
+)
 
 CLAIMS = (
     *(
@@ -173,7 +229,25 @@ CLAIMS = (
         paper_value="not reported",
         rule=Rule(">=", 0.0, partial=-1.0),
     ),
+    *LM_CLAIMS,
 )
+
+
+@dataclass(frozen=True)
+class LMBudget:
+    """The language-model block: fine-tuning steps per arm, window length (tokens), the
+    lambda grid, validation and test tokens (decoded perplexity), and whether the selected
+    model's file is decoded back into ``transformers`` and generates."""
+
+    steps: int
+    length: int
+    lambdas: tuple[float, ...]
+    val_tokens: int
+    test_tokens: int
+    roundtrip: bool
+
+
+LM_DELTA = 0.01
 
 
 @dataclass(frozen=True)
@@ -185,6 +259,9 @@ class Budget:
     lambdas_text: tuple[float, ...]
     lambdas_l2: tuple[float, ...]
     lambdas_l1: tuple[float, ...]
+    lm: LMBudget | None = None
+    seeds: int | None = None
+    """Use only the run's first ``seeds`` seeds for the image and text families (None: all)."""
 
 
 # ------------------------------------------------------------------------------------ the text
@@ -525,8 +602,17 @@ def verify_file(task: Task, point: Point) -> float:
 #   3e4 0.98 -0.4 | 5e4 0.96 +1.5 | 1e5 0.92 -1.8 | 1.3e5 0.89 +0.8 | 1.6e5 0.86 +1.8 |
 #   2e5 0.78 -0.6 | 2.5e5 0.25 -20.7 (nu at its 0.5 bound) | 3e5 0.24 -28.2.
 # So the text grid spans 1e4 (a small lambda, for the generalisation claim) to the collapse.
+# The language model's lambda grid was set from a pilot before any LM claim was measured
+# (SmolLM2-135M-Instruct, seed 100, which no claims run uses; 2 fine-tuning steps of 64 tokens;
+# delta 0.01; validation = the first 2,048 tokens of argparse's source; decoded models):
+#   normal 8.574 bits, perplexity 20.98 | lambda 1e10: ratio 0.966, perplexity 21.33 (x1.017) |
+#   3e10: 0.882, 57.3 (x2.73) | 1e11: 0.461, 30,250 (destroyed; 60% of weights below 0.005).
+# The rate step's size is lr * lambda / N per step (N = 134.5M), so a budget with k times more
+# steps moves the grid by 1/k: quick (2 steps) 1e10, 3e10; full (6 steps) 3e9, 1e10, 3e10.
 BUDGETS = {
-    "tiny": Budget(1000, 1, 1, (1e3, 3e4), (1e4, 2e5), (1e5,), (3e4,)),
+    "tiny": Budget(
+        1000, 1, 1, (1e3, 3e4), (1e4, 2e5), (1e5,), (3e4,), LMBudget(2, 32, (1e3,), 256, 256, True)
+    ),
     "quick": Budget(
         10_000,
         6,
@@ -535,6 +621,8 @@ BUDGETS = {
         (1e4, 1e5, 1.6e5, 2e5, 2.25e5),
         (1e5, 1e6),
         (3e4, 1e5),
+        LMBudget(2, 64, (1e10, 3e10), 1024, 1024, False),
+        seeds=1,
     ),
     "full": Budget(
         20_000,
@@ -544,6 +632,7 @@ BUDGETS = {
         (1e4, 5e4, 1e5, 1.3e5, 1.6e5, 1.8e5, 2e5, 2.25e5, 2.5e5),
         (1e4, 1e5, 3e5, 1e6),
         (1e4, 3e4, 1e5, 3e5),
+        LMBudget(6, 128, (3e9, 1e10, 3e10), 2048, 4096, True),
     ),
 }
 
@@ -595,10 +684,11 @@ def evaluate_family(r: dict[str, Any], index: int) -> None:
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     b = BUDGETS[ctx.budget]
-    out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
+    seeds = ctx.seeds[: b.seeds] if b.seeds is not None else ctx.seeds
+    out: dict[str, list[float]] = {c.id: [] for c in CLAIMS if not c.id.startswith("lm_")}
     runs: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
     for f in FAMILIES:
-        rs = runs[f] = [train_family(f, b, seed, ctx) for seed in ctx.seeds]
+        rs = runs[f] = [train_family(f, b, seed, ctx) for seed in seeds]
         index = select([r["normal"] for r in rs], [r["curves"]["auto"] for r in rs])
         for r in rs:
             evaluate_family(r, index)
@@ -615,25 +705,27 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
                 best = r["best_at"]
                 out["ablation_vs_l2"].append(100 * (best["auto"] - best["nu=2"]))
                 out["ablation_vs_l1"].append(100 * (best["auto"] - best["nu=1"]))
-    for i in range(len(ctx.seeds)):
+    for i in range(len(seeds)):
         small = []
         for f in FAMILIES:
             r = runs[f][i]
             smallest = min(r["curves"]["auto"], key=lambda p: p.lam)
             small.append(100 * (smallest.test - r["normal"].test))
         out["small_lambda_generalization"].append(float(np.mean(small)))
-    _report(ctx, runs)
+    _report(ctx, runs, seeds)
+    if b.lm is not None:
+        out.update(lm_block(ctx, b.lm))
     return out
 
 
-def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]]) -> None:
+def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]], seeds: tuple[int, ...]) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for ax, f in zip(axes, FAMILIES, strict=True):
         rs = runs[f]
         ctx.note(
-            f"- **{LABEL[f]}** ({rs[0]['data']}), seeds {list(ctx.seeds)}, delta 0.01; "
+            f"- **{LABEL[f]}** ({rs[0]['data']}), seeds {list(seeds)}, delta 0.01; "
             "decoded test accuracy (%), bits per coded weight, mean over seeds:"
         )
         n_bits = np.mean([r["normal"].bits for r in rs])
@@ -695,3 +787,125 @@ def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]]) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     ctx.save_figure(fig, "rate_accuracy")
+
+
+# ------------------------------------------------------------------ the language-model block
+
+
+def _load_lm(tiny: bool) -> tuple[Any, Any]:
+    """``(model, tokenizer)``: SmolLM2 (``[llm]`` extra and model needed), or the tiny random
+    Llama for the ``tiny`` budget. Raises ImportError / FileNotFoundError when unavailable."""
+    from icml25.core.llm import load_causal_lm, tiny_llama
+
+    if tiny:
+        return tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=2)
+    return load_causal_lm(quiet=True)
+
+
+def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
+    """Fine-tune the LM with and without the rate step (same steps, data and seed), select
+    one lambda on validation perplexity, and measure the LM claims on the test text."""
+    from icml25.backslash import lm
+
+    tiny = ctx.budget == "tiny"
+    try:
+        model, tok = _load_lm(tiny)
+    except (ImportError, FileNotFoundError) as exc:
+        ctx.note(
+            f"- **Language-model block: did not run** ({exc}). Its claims (lm_*) have no "
+            "measurement; install the `[llm]` extra and the model (`make llm`) to run it."
+        )
+        return {}
+    seed = ctx.seeds[0]
+    ckpt = ctx.out_dir / "lm_checkpoints"
+    train_ids = lm.corpus(lm.FINETUNE_MODULES, tok)
+    val = lm.corpus(lm.VAL_MODULES, tok, b.val_tokens)
+    test = lm.corpus(lm.TEST_MODULES, tok, b.test_tokens)
+    pristine = copy.deepcopy(model)
+    say = ctx.progress
+
+    def run(lam: float | None) -> dict[str, Any]:
+        m = copy.deepcopy(pristine)
+        tag = "normal" if lam is None else f"lam{lam:g}"
+        bs = lm.finetune(
+            m,
+            train_ids,
+            b.steps,
+            b.length,
+            seed,
+            lam,
+            checkpoint=ckpt / f"{tag}.pt",
+            every=5,
+            progress=say,
+        )
+        dec = lm.quantised(m, LM_DELTA)
+        return {
+            "lam": lam,
+            "model": m,
+            "nu": bs.nu_ if bs is not None else float("nan"),
+            "bits": lm.lm_bits(m, LM_DELTA),
+            "val": lm.perplexity(dec, val, b.length),
+            "stats": lm.weight_stats(m),
+        }
+
+    normal = run(None)
+    grid = [run(lam) for lam in b.lambdas]
+    ok = [g for g in grid if g["val"] <= 1.05 * normal["val"]]
+    chosen = max(ok, key=lambda g: g["lam"]) if ok else min(grid, key=lambda g: g["lam"])
+    say(f"LM: selected lambda {chosen['lam']:g}; test perplexities and 80% pruning")
+    for r in (normal, chosen):
+        r["test"] = lm.perplexity(lm.quantised(r["model"], LM_DELTA), test, b.length)
+        pruned = lm.perplexity(lm.quantised(r["model"], LM_DELTA, prune=0.8), test, b.length)
+        r["prune"] = math.log(pruned / r["test"])
+    say("LM: writing the coded file of the selected model")
+    with tempfile.TemporaryDirectory() as d:
+        fb = lm.file_sizes(chosen["model"], LM_DELTA, Path(d))
+    out = {
+        "lm_size": [chosen["bits"] / normal["bits"]],
+        "lm_perplexity": [100 * (chosen["test"] / normal["test"] - 1)],
+        "lm_pruning_80": [chosen["prune"]],
+        "lm_pruning_80_vs_normal": [normal["prune"] - chosen["prune"]],
+        "lm_file_vs_torch_save": [fb["coded_bytes"] / fb["torch_bytes"]],
+    }
+    name = "tiny random Llama (tests)" if tiny else "SmolLM2-135M-Instruct"
+    n_w = sum(p.numel() for _, p in lm.default_rate_params(pristine))
+    ctx.note(
+        f"- **Language model** ({name}, {n_w:,} coded weights, tied embeddings coded once), "
+        f"seed {seed}: {b.steps} fine-tuning steps of {b.length} tokens per arm on "
+        f"standard-library source ({', '.join(lm.FINETUNE_MODULES)}); validation "
+        f"{len(val)} tokens ({', '.join(lm.VAL_MODULES)}), test {len(test)} tokens "
+        f"({', '.join(lm.TEST_MODULES)}); delta {LM_DELTA}; perplexities of decoded models:"
+    )
+    for r in (normal, *grid):
+        label = "normal fine-tune" if r["lam"] is None else f"BackSlash lambda {r['lam']:g}"
+        ctx.note(
+            f"  - {label}: {r['bits']:.3f} bits per weight (ratio {r['bits'] / normal['bits']:.3f})"
+            f", validation perplexity {r['val']:.3f} (ratio {r['val'] / normal['val']:.3f}), "
+            f"nu {r['nu']:.2f}, weight std {r['stats']['std']:.4f}, |w| < 0.005: "
+            f"{100 * r['stats']['small']:.1f}%"
+        )
+    ctx.note(
+        f"  - selected (largest lambda with validation perplexity <= 1.05 x normal's): lambda "
+        f"{chosen['lam']:g}; test perplexity {chosen['test']:.3f} vs normal {normal['test']:.3f}; "
+        f"80% per-tensor pruning: log-perplexity +{chosen['prune']:.3f} (BackSlash) vs "
+        f"+{normal['prune']:.3f} nats (normal)"
+    )
+    raw = fb["coded_bytes"] - fb["bits_per_weight"] * n_w / 8  # header and raw tensors
+    normal_est = raw + normal["bits"] * n_w / 8
+    ctx.note(
+        f"  - file: BackSlash {fb['coded_bytes'] / 1e6:.1f} MB coded vs "
+        f"{fb['torch_bytes'] / 1e6:.1f} MB torch.save ({fb['coded_bytes'] / fb['torch_bytes']:.3f})"
+        f"; the normal fine-tune coded the same way would take about {normal_est / 1e6:.1f} MB "
+        f"({normal_est / fb['torch_bytes']:.3f}, from its codeword bits): that much comes from "
+        "quantisation + Exp-Golomb alone"
+    )
+    if b.roundtrip:
+        say("LM: decoding the file into a fresh transformers model and generating")
+        rt = lm.roundtrip(chosen["model"], tok, LM_DELTA)
+        ctx.note(
+            f"  - round trip: the file decoded into a fresh `transformers` model (weights equal "
+            f"to the quantised ones) and generated {rt['new_tokens']} tokens: {rt['generated']!r}"
+        )
+    else:
+        ctx.note("  - round trip (decode the file, generate): not run in this budget (tests do it)")
+    return out

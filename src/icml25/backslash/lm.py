@@ -1,0 +1,226 @@
+"""BackSlash on a pretrained causal language model (SmolLM2-135M-Instruct through
+:mod:`icml25.core.llm`, or any Hugging Face causal LM; tests use the tiny random Llama).
+
+- :func:`corpus` tokenises an offline text: the source files of standard-library modules
+  (the fine-tuning, validation and test modules are disjoint).
+- :func:`finetune` fine-tunes with AdamW (lr 1e-4, no weight decay, batch 1, windows of
+  ``length`` tokens at random offsets), with BackSlash's rate step attached when ``lam`` is
+  given; it checkpoints every ``every`` steps and resumes from the checkpoint, printing a
+  progress line per step.
+- :func:`perplexity` is exp(mean next-token NLL) over whole ``length``-token chunks.
+- :func:`quantised` is the decoded model (every Linear/Embedding weight quantised with
+  ``delta``; what :func:`icml25.backslash.load_compressed` returns from the file).
+- :func:`roundtrip` writes the model with :func:`icml25.backslash.save_compressed`, reads it
+  into a fresh model of the same configuration, checks the weights, and generates a few tokens
+  with ``transformers``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from icml25.backslash.coding import (
+    coded_bits,
+    dequantize,
+    load_compressed,
+    magnitude_prune,
+    quantize,
+    save_compressed,
+)
+from icml25.backslash.rate import BackSlash, default_rate_params
+from icml25.core import validate as V
+
+FINETUNE_MODULES = ("configparser", "calendar", "fractions", "statistics", "shlex", "ipaddress")
+VAL_MODULES = ("argparse",)
+TEST_MODULES = ("difflib", "tarfile")
+
+
+def corpus(names: tuple[str, ...], tok: Any, max_tokens: int | None = None) -> torch.Tensor:
+    """Token ids (1-D) of the source files of the standard-library modules ``names``, joined,
+    cut to ``max_tokens``."""
+    parts = []
+    for name in names:
+        path = inspect.getsourcefile(importlib.import_module(name))
+        if path is None:
+            raise FileNotFoundError(f"no source file for the standard-library module {name!r}")
+        text = Path(path).read_text(encoding="utf-8")
+        parts.append(torch.tensor(tok(text, add_special_tokens=False)["input_ids"]))
+    ids = torch.cat(parts)
+    return ids[:max_tokens] if max_tokens is not None else ids
+
+
+@torch.no_grad()
+def perplexity(model: Any, ids: torch.Tensor, length: int) -> float:
+    """exp(mean next-token NLL) over the whole ``length``-token chunks of ``ids``."""
+    V.integer("length", length, low=2)
+    if len(ids) < length:
+        raise ValueError(f"ids has {len(ids)} tokens: fewer than one chunk of {length}")
+    model.eval()
+    chunks = ids[: len(ids) // length * length].reshape(-1, length)
+    batch = max(1, 2048 // length)
+    total, count = 0.0, 0
+    for i in range(0, len(chunks), batch):
+        x = chunks[i : i + batch]
+        logits = model(input_ids=x).logits[:, :-1]
+        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="sum")
+        total, count = total + float(nll), count + x[:, 1:].numel()
+    return math.exp(total / count)
+
+
+def finetune(
+    model: Any,
+    ids: torch.Tensor,
+    steps: int,
+    length: int,
+    seed: int,
+    lam: float | None = None,
+    *,
+    checkpoint: Path | None = None,
+    every: int = 25,
+    progress: Callable[[str], None] | None = None,
+) -> BackSlash | None:
+    """Fine-tune in place (AdamW lr 1e-4, batch 1, random ``length``-token windows); with
+    ``lam``, BackSlash's rate step (estimated ``nu``) follows every optimizer step.
+
+    With ``checkpoint`` the model, optimizer, sampler and rate-step state are saved there
+    every ``every`` steps and at the end; a call that finds the file resumes from it, and the
+    result equals an uninterrupted run's. Returns the (detached) BackSlash object."""
+    V.integer("steps", steps, low=0)
+    V.integer("length", length, low=2)
+    if len(ids) <= length:
+        raise ValueError(f"ids has {len(ids)} tokens: it needs more than length = {length}")
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    bs = BackSlash(model, lam).attach(opt) if lam is not None else None
+    done = 0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        done = state["step"]
+        if bs is not None:
+            bs.steps, bs.nu_ = state["bs_steps"], state["bs_nu"]
+
+    def save(step: int) -> None:
+        if checkpoint is None:
+            return
+        state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
+        state |= {"generator": gen.get_state(), "step": step}
+        if bs is not None:
+            state |= {"bs_steps": bs.steps, "bs_nu": bs.nu_}
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(state, checkpoint.with_suffix(".tmp"))
+        checkpoint.with_suffix(".tmp").replace(checkpoint)  # never a half-written file
+
+    model.train()
+    name = "normal" if lam is None else f"BackSlash lambda={lam:g}"
+    for step in range(done, steps):
+        start = int(torch.randint(0, len(ids) - length, (1,), generator=gen))
+        x = ids[start : start + length][None]
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if progress is not None:
+            nu = f", nu {bs.nu_:.2f}" if bs is not None else ""
+            progress(f"{name}: step {step + 1}/{steps}, loss {loss.item():.3f}{nu}")
+        if (step + 1) % every == 0 and step + 1 < steps:
+            save(step + 1)
+    if steps > done:
+        save(steps)
+    if bs is not None:
+        bs.detach()
+    model.eval()
+    return bs
+
+
+def lm_bits(model: Any, delta: float) -> float:
+    """Exp-Golomb bits per coded weight (every Linear/Embedding weight, tied ones once)."""
+    ps = [p for _, p in default_rate_params(model)]
+    return sum(coded_bits(p, delta) for p in ps) / sum(p.numel() for p in ps)
+
+
+@torch.no_grad()
+def quantised(model: Any, delta: float, prune: float = 0.0) -> Any:
+    """A copy with every Linear/Embedding weight (optionally magnitude-pruned per tensor by
+    ``prune`` first) quantised with ``delta``: the decoded model."""
+    out = copy.deepcopy(model)
+    ps = [p for _, p in default_rate_params(out)]
+    if prune > 0:
+        magnitude_prune(ps, prune)
+    for p in ps:
+        p.copy_(torch.from_numpy(dequantize(quantize(p, delta), delta).reshape(p.shape)))
+    return out.eval()
+
+
+def file_sizes(model: Any, delta: float, folder: Path) -> dict[str, float]:
+    """Bytes of ``save_compressed`` and of ``torch.save(state_dict)`` for ``model``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stats = save_compressed(model, folder / "model.bs", delta)
+    torch.save(model.state_dict(), folder / "model.pt")
+    return {
+        "coded_bytes": float(stats.file_bytes),
+        "torch_bytes": float((folder / "model.pt").stat().st_size),
+        "bits_per_weight": stats.bits_per_coded_param,
+    }
+
+
+def roundtrip(
+    model: Any,
+    tok: Any,
+    delta: float,
+    prompt: str = "def main():",
+    folder: Path | None = None,
+) -> dict[str, Any]:
+    """Write ``model`` with ``save_compressed`` (into ``folder``, kept, or a temporary one),
+    load it into a fresh model built from its config, check the decoded weights equal the
+    quantised ones, and generate 8 tokens greedily with ``transformers``' ``generate``.
+    Returns the sizes and the generated text."""
+    from transformers import AutoModelForCausalLM
+
+    with tempfile.TemporaryDirectory() as d:
+        where = Path(d) if folder is None else folder
+        sizes = file_sizes(model, delta, where)
+        fresh = AutoModelForCausalLM.from_config(model.config)
+        load_compressed(where / "model.bs", fresh)
+    fresh.eval()
+    ref = dict(default_rate_params(quantised(model, delta)))
+    for name, p in default_rate_params(fresh):
+        if not torch.equal(p, ref[name]):
+            raise AssertionError(f"decoded weight {name} differs from the quantised weight")
+    if getattr(model.config, "tie_word_embeddings", False):
+        a, b = fresh.get_input_embeddings().weight, fresh.get_output_embeddings().weight
+        if a.data_ptr() != b.data_ptr() and not torch.equal(a, b):
+            raise AssertionError("the decoded model's tied embeddings differ")
+    x = tok(prompt, return_tensors="pt")
+    with torch.no_grad():
+        out = fresh.generate(**x, max_new_tokens=8, do_sample=False, pad_token_id=tok.eos_token_id)
+    text = tok.decode(out[0, x["input_ids"].shape[1] :], skip_special_tokens=True)
+    return {**sizes, "generated": text, "new_tokens": int(out.shape[1] - x["input_ids"].shape[1])}
+
+
+def prune_increase(model: Any, ids: torch.Tensor, length: int, delta: float, base: float) -> float:
+    """Relative test-perplexity increase (%) of the decoded model after 80% per-tensor
+    magnitude pruning, against its decoded perplexity ``base``."""
+    return 100 * (perplexity(quantised(model, delta, prune=0.8), ids, length) / base - 1)
+
+
+def weight_stats(model: Any) -> dict[str, float]:
+    """Standard deviation and fraction of |w| < 0.005 over the coded weights (diagnostic)."""
+    ps = [p.detach().flatten() for _, p in default_rate_params(model)]
+    n = sum(p.numel() for p in ps)
+    s2 = sum(float(p.pow(2).sum(dtype=torch.float64)) for p in ps)
+    small = sum(int((p.abs() < 0.005).sum()) for p in ps)
+    return {"std": float(np.sqrt(s2 / n)), "small": small / n}

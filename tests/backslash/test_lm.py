@@ -1,0 +1,137 @@
+"""BackSlash on a causal LM: tied weights coded once, the resumable fine-tune, the decoded
+model loading back into transformers and generating (tiny random Llama; SmolLM2 opt-in), and
+the reproduction's language-model block, including its path without the [llm] extra."""
+
+import os
+
+import pytest
+import torch
+
+from icml25.backslash import BackSlash, default_rate_params, load_compressed, save_compressed
+from icml25.backslash import reproduce as R
+from icml25.core.runner import RunContext
+
+transformers = pytest.importorskip("transformers")
+
+from icml25.backslash import lm  # noqa: E402
+from icml25.core.llm import tiny_llama  # noqa: E402
+
+
+def _tiny():
+    return tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=2)
+
+
+def test_tied_embeddings_are_constrained_and_coded_once(tmp_path):
+    model, _ = _tiny()
+    names = [n for n, _ in default_rate_params(model)]
+    assert "lm_head.weight" not in names and "model.embed_tokens.weight" in names
+    ps = [p for _, p in default_rate_params(model)]
+    assert len({id(p) for p in ps}) == len(ps)
+    bs = BackSlash(model, 1e3, params=[*ps, model.lm_head.weight])  # a duplicate is dropped
+    assert bs.n_params == sum(p.numel() for p in ps)
+    stats = save_compressed(model, tmp_path / "m.bs", 0.01)
+    assert stats.coded_params == sum(p.numel() for p in ps)
+    assert stats.raw_params < model.lm_head.weight.numel()  # lm_head is an alias, not raw
+
+
+def test_decoded_model_loads_into_transformers_and_generates():
+    model, tok = _tiny()
+    rt = lm.roundtrip(model, tok, 0.01, prompt="def f():")
+    assert rt["new_tokens"] > 0 and isinstance(rt["generated"], str)
+    assert rt["coded_bytes"] < rt["torch_bytes"]
+
+
+def test_decoded_weights_match_the_quantised_model(tmp_path):
+    model, _ = _tiny()
+    save_compressed(model, tmp_path / "m.bs", 0.02)
+    fresh = transformers.AutoModelForCausalLM.from_config(model.config)
+    load_compressed(tmp_path / "m.bs", fresh)
+    q = dict(default_rate_params(lm.quantised(model, 0.02)))
+    for name, p in default_rate_params(fresh):
+        assert torch.equal(p, q[name])
+    assert torch.equal(fresh.lm_head.weight, fresh.model.embed_tokens.weight)
+
+
+def test_finetune_resumes_to_the_same_weights(tmp_path):
+    _model, tok = _tiny()
+    ids = lm.corpus(("shlex",), tok, 3000)
+    a = _tiny()[0]
+    lines: list[str] = []
+    lm.finetune(a, ids, 4, 32, 0, 1e3, progress=lines.append)
+    assert len(lines) == 4 and "step 4/4" in lines[-1] and "nu" in lines[-1]
+    b = _tiny()[0]
+    ck = tmp_path / "ck.pt"
+    lm.finetune(b, ids, 2, 32, 0, 1e3, checkpoint=ck, every=1)
+    c = _tiny()[0]
+    lm.finetune(c, ids, 4, 32, 0, 1e3, checkpoint=ck, every=1)  # resumes at step 2
+    for (_, p), (_, q) in zip(a.state_dict().items(), c.state_dict().items(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+def test_perplexity_of_a_uniform_model_is_the_vocabulary_size():
+    model, _tok = _tiny()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    ids = torch.randint(0, model.config.vocab_size, (200,))
+    assert lm.perplexity(model, ids, 50) == pytest.approx(model.config.vocab_size, rel=1e-4)
+
+
+def _ctx(tmp_path):
+    return RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
+
+
+def test_lm_block_on_the_tiny_llama(tmp_path):
+    ctx = _ctx(tmp_path)
+    out = R.lm_block(ctx, R.BUDGETS["tiny"].lm)
+    assert set(out) == {c.id for c in R.LM_CLAIMS}
+    assert all(len(v) == 1 for v in out.values())
+    assert any("round trip" in n and "generated" in n for n in ctx.notes)
+
+
+def test_lm_block_says_plainly_when_the_llm_extra_is_absent(tmp_path, monkeypatch):
+    def absent(tiny):
+        raise ImportError("language models need the [llm] extra: pip install 'icml25[llm]'")
+
+    monkeypatch.setattr(R, "_load_lm", absent)
+    ctx = _ctx(tmp_path)
+    assert R.lm_block(ctx, R.BUDGETS["tiny"].lm) == {}
+    assert any("did not run" in n and "[llm]" in n for n in ctx.notes)
+    claim = next(c for c in R.CLAIMS if c.id == "lm_size")
+    assert claim.judge(None) == "out of scale"
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ICML25_SLOW_LLM"), reason="slow: set ICML25_SLOW_LLM=1 (SmolLM2)"
+)
+def test_smollm2_decoded_file_loads_and_generates():
+    from icml25.core.llm import load_causal_lm
+
+    try:
+        model, tok = load_causal_lm(quiet=True)
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    rt = lm.roundtrip(model, tok, 0.01)
+    assert rt["new_tokens"] > 0 and rt["coded_bytes"] < 0.4 * rt["torch_bytes"]
+
+
+def test_example_script_on_a_users_saved_model(tmp_path, monkeypatch, capsys):
+    import json
+    import runpy
+    import sys
+    from pathlib import Path
+
+    model, tok = _tiny()
+    model.save_pretrained(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    text = tmp_path / "corpus.txt"
+    text.write_text("def add(a, b):\n    return a + b\n" * 40)
+    out = tmp_path / "out"
+    script = Path(__file__).parents[2] / "examples" / "backslash_hf.py"
+    argv = [str(script), "--model", str(tmp_path / "model"), "--text", str(text)]
+    argv += ["--lam", "1e3", "--steps", "3", "--length", "32", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    runpy.run_path(str(script), run_name="__main__")
+    summary = json.loads((out / "summary.json").read_text())
+    assert (out / "model.bs").stat().st_size == summary["file_bytes"]
+    assert "step 3/3" in capsys.readouterr().out
