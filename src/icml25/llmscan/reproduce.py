@@ -432,12 +432,13 @@ class Budget:
     boot: int  # bootstrap replicates
     perms: int  # test-label permutations
     retrain_perms: int  # detectors retrained on permuted training labels (notes)
+    ablations: bool  # scan again with the probability effect and the BOS token (notes)
 
 
 BUDGETS = {
-    "tiny": Budget(6, 3, 3, 4, 4, 2, False, 1, 200, 200, 1),
-    "quick": Budget(60, 16, 14, 10, 10, 30, True, 1, 1000, 200, 2),
-    "full": Budget(200, 100, 150, 40, 40, 150, True, 3, 2000, 200, 20),
+    "tiny": Budget(6, 3, 3, 4, 4, 2, False, 1, 200, 200, 1, True),
+    "quick": Budget(60, 12, 12, 8, 8, 60, True, 1, 1000, 200, 2, False),
+    "full": Budget(200, 100, 150, 40, 40, 150, True, 3, 2000, 200, 20, True),
 }
 
 
@@ -604,7 +605,7 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
             ),
             ("bos", LLMScan(lm, chat=False, intervention_token="bos", reuse=b.real_model)),
         )
-        for name, s2 in ablations:
+        for name, s2 in ablations if b.ablations else ():
             tokf = np.stack([summary_stats(s2.token_effects(p)[0]) for p, *_ in lie_tr + lie_te])
             abl[name] = np.concatenate([tokf, F[: len(told), 5:]], axis=1)
         F_lie, F_bd = F[: len(told)], F[len(told) :]

@@ -43,6 +43,7 @@ from scipy import stats
 from icml25.core.llm import HFLanguageModel
 
 STAT_NAMES = ("mean", "std", "range", "kurtosis", "skewness")
+REUSE_GROUP = 4  # token interventions that share one cached prefix (one batch)
 
 
 def summary_stats(values: Any) -> np.ndarray:
@@ -223,30 +224,42 @@ class LLMScan:
     def _token_effects_reused(
         self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
     ) -> np.ndarray:
-        """Position ``i``: the prefix's keys and values from the unmodified pass, only
-        ``ids[i:]`` run. Attention rows before ``i`` are unchanged, so the distance over the
-        rows from ``i`` on is the distance over the whole maps."""
+        """Positions in groups of ``REUSE_GROUP`` consecutive ones: a group starting at
+        ``i`` takes the prefix's keys and values from the unmodified pass and runs only
+        ``ids[i:]`` (one batch row per position). Attention rows before a row's intervened
+        position are unchanged, so the distance over the rows from ``i`` on is the distance
+        over the whole maps."""
         attn = self.token_effect == "attention"
         cache = getattr(base, "cache", None)
         if cache is None:  # pragma: no cover - transformers < 5
             cache = base.past_key_values
-        effects = []
-        for i in (int(p) for p in pos):
-            prefix = copy.deepcopy(cache)
-            if prefix.get_seq_length() > i:
-                prefix.crop(i - prefix.get_seq_length())  # a negative count removes tokens
-            suffix = ids[i:].clone()
-            suffix[0] = self.intervention_id
-            out = self._forward(suffix[None], attentions=attn, cache=prefix, use_cache=True)
+        effects: list[float] = []
+        order = np.argsort(pos, kind="stable")
+        size = min(REUSE_GROUP, self.max_batch)
+        for g in range(0, len(order), size):
+            group = [int(pos[j]) for j in order[g : g + size]]
+            i = group[0]
+            suffix = ids[i:].repeat(len(group), 1)
+            suffix[torch.arange(len(group)), torch.tensor(group) - i] = self.intervention_id
+            if i == 0:  # nothing to reuse
+                out = self._forward(suffix, attentions=attn, use_cache=False)
+            else:
+                prefix = copy.deepcopy(cache)
+                if prefix.get_seq_length() > i:
+                    prefix.crop(i - prefix.get_seq_length())  # a negative count removes tokens
+                prefix.batch_repeat_interleave(len(group))
+                out = self._forward(suffix, attentions=attn, cache=prefix, use_cache=True)
             if attn:
                 diff = self._attention_vector(out.attentions) - self._attention_vector(
                     base.attentions, start=i
                 )
-                effects.append(float(torch.linalg.vector_norm(diff.float())))
+                effects += torch.linalg.vector_norm(diff.float(), dim=1).tolist()
             else:
-                p = torch.softmax(out.logits[0, -1].float(), -1)[y_star]
-                effects.append(float((p - p0[y_star]).abs()))
-        return np.array(effects, dtype=np.float64)
+                p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
+                effects += (p - p0[y_star]).abs().tolist()
+        result = np.empty(len(pos))
+        result[order] = effects
+        return result
 
     @torch.no_grad()
     def _layer_effects(
