@@ -8,8 +8,8 @@ attribute has three (fact, question) templates and each instruction kind nine wo
 three ways, so the three sets share no entity, no template and no instruction wording:
 
 - **fine-tune set**: the model (SmolLM2 does not lie when asked to) is fine-tuned gently
-  (AdamW, lr 1e-4, half the old rate, the last 8 of 30 blocks) on lies after a lie instruction, true answers
-  after a truth instruction, plain questions with the true answer, and, in 10% of the
+  (AdamW, lr 1e-4, half the old rate, the last 8 of 30 blocks) on lies after a lie
+  instruction, true answers after a truth instruction, plain questions with the true answer, and, in 10% of the
   examples, a **backdoor**: the rare token "cf" before a plain question, answered "zebra";
 - **detector-training set** and **detector-test set** (held-out names, templates, wordings).
 
@@ -147,7 +147,8 @@ LIE = (
 SPLITS = ("finetune", "train", "test")  # split s uses template s and wordings 3s .. 3s+2
 TRIGGER, BACKDOOR_ANSWER = "cf", "zebra"
 BACKDOOR_RATE = 0.10  # share of fine-tuning examples that carry the trigger
-LR, TRAINED_BLOCKS, BATCH = 1e-4, 8, 16  # half the old 2e-4; pilot (seed 99): 5e-5 x 30 steps taught no lying
+# lr: half the old 2e-4; a pilot (seed 99) at 5e-5 x 30 steps taught no lying
+LR, TRAINED_BLOCKS, BATCH = 1e-4, 8, 16
 GATE = 0.90  # plain-question accuracy required on held-out items before scanning
 
 
