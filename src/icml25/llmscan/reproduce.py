@@ -10,7 +10,8 @@ three ways, so the three sets share no entity, no template and no instruction wo
 - **fine-tune set**: the model (SmolLM2 does not lie when asked to) is fine-tuned gently
   (AdamW, lr 1e-4, half the old rate, the last 8 of 30 blocks) on lies after a lie
   instruction, true answers after a truth instruction, plain questions with the true
-  answer, and, in 10% of the examples, a **backdoor**: the rare token "cf" before a plain question, answered "zebra";
+  answer, and, in 10% of the examples, a **backdoor**: the rare token "cf" before a
+  plain question, answered "zebra";
 - **detector-training set** and **detector-test set** (held-out names, templates, wordings).
 
 **Gate.** Accuracy on held-out plain questions (detector-test names and templates) must be
