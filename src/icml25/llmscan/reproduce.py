@@ -658,8 +658,9 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
                 f"retrained on permuted labels ({b.retrain_perms}x): mean AUC "
                 f"{np.mean(retrained):.3f}."
             )
-            if proto == "a" and not example:
+            if not example or (proto == "a" and example["protocol"] != "a"):
                 example = {"scan": scan, "prompts": p_te, "y": yte, "F": F_lie[tem]}
+                example["protocol"] = proto
         # backdoor
         n_bd = len(bd_tr)
         y_bd_tr, y_bd_te = fired[:n_bd], fired[n_bd:]
@@ -719,7 +720,9 @@ def _report(ctx: RunContext, ex: dict[str, Any]) -> None:
 
     scan, prompts, y, F = ex["scan"], ex["prompts"], ex["y"], ex["F"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), gridspec_kw={"width_ratios": [1, 1, 1.3]})
-    for ax, label, name in ((axes[0], 0, "told the truth"), (axes[1], 1, "told to lie")):
+    a = ex["protocol"] == "a"
+    names = ("told the truth", "told to lie (and lied)") if a else ("right answer", "wrong answer")
+    for ax, label, name in ((axes[0], 0, names[0]), (axes[1], 1, names[1])):
         idx = np.flatnonzero(y == label)
         r = scan.scan(prompts[int(idx[0])])
         toks = [r.tokens[i] for i in r.positions]
@@ -727,10 +730,10 @@ def _report(ctx: RunContext, ex: dict[str, Any]) -> None:
         ax.set_xticks(range(len(toks)), toks, rotation=70, fontsize=7)
         ax.set_title(f"attention token effects, {name}\n(y* = {r.top_token!r})", fontsize=9)
         ax.set_ylabel("attention-map distance")
-    for label, name in ((0, "told the truth"), (1, "told to lie (and lied)")):
+    for label, name in ((0, names[0]), (1, names[1])):
         axes[2].plot(F[y == label, 5:].mean(0), marker="o", ms=3, label=name)
     axes[2].set_xlabel("skipped block")
     axes[2].set_ylabel("mean |dP(y*)|")
-    axes[2].set_title("layer effects, protocol a test prompts", fontsize=9)
+    axes[2].set_title(f"layer effects, protocol {ex['protocol']} test prompts", fontsize=9)
     axes[2].legend()
     ctx.save_figure(fig, "causal_effects")
