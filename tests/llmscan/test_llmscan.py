@@ -33,7 +33,7 @@ def test_layer_skip_equals_the_model_without_that_block(lm):
 
 
 def test_token_effects_intervene_on_exactly_one_prompt_position(lm):
-    scan = LLMScan(lm, intervention_token="-")
+    scan = LLMScan(lm, intervention_token="-", reuse=False)
     ids, pos = scan._encode("What is 2 + 3?")
     text = lm.text("What is 2 + 3?")
     assert "".join(lm.tokenizer.decode([int(ids[i])]) for i in pos) == "What is 2 + 3?"
@@ -59,8 +59,8 @@ def test_token_effects_intervene_on_exactly_one_prompt_position(lm):
 
 def test_batched_effects_equal_one_at_a_time(lm):
     prompt = "Tell a lie. Capital?"
-    big = LLMScan(lm, max_batch=64)
-    small = LLMScan(lm, max_batch=1)
+    big = LLMScan(lm, max_batch=64, token_effect="probability", reuse=False)
+    small = LLMScan(lm, max_batch=1, token_effect="probability", reuse=False)
     np.testing.assert_allclose(big.layer_effects(prompt), small.layer_effects(prompt), atol=1e-6)
     np.testing.assert_allclose(
         big.token_effects(prompt)[0], small.token_effects(prompt)[0], atol=1e-6
@@ -101,7 +101,8 @@ def test_detector_learns_a_separable_signal_and_checks_input():
     F = rng.normal(size=(80, 9))
     F[:, 6] += 3 * y  # a layer feature carries the label
     det = LLMScanDetector(features="layer").fit_features(F, y)
-    assert det.predict_proba_features(F)[:, 1][y == 1].mean() > 0.9
+    p = det.predict_proba_features(F)[:, 1]
+    assert p[y == 1].mean() > 0.75 > 0.25 > p[y == 0].mean()
     assert select(F, "token").shape == (80, 5)
     with pytest.raises(ValueError, match="both classes"):
         LLMScanDetector().fit_features(F, np.zeros(80))
@@ -122,10 +123,108 @@ def test_bad_input_is_refused(lm):
         LLMScan(lm, token_effect="logits")
 
 
-def test_reproduction_labels_accept_spellings_and_split_wording():
-    from icml25.llmscan.reproduce import LIE, TEST_VARIANTS, TRAIN_VARIANTS, TRUTH, told_truth
+@pytest.mark.parametrize("effect", ["attention", "probability"])
+@pytest.mark.parametrize("positions", ["prompt", "all"])
+def test_reused_computation_gives_the_same_effects(lm, effect, positions):
+    """KV-cache reuse of the prefix and hidden-state reuse below a skipped block change
+    nothing but the cost."""
+    prompt = "Mia has a cat. Tell a lie. Pet?"
+    fast = LLMScan(lm, token_effect=effect, positions=positions).scan(prompt)
+    full = LLMScan(lm, token_effect=effect, positions=positions, reuse=False).scan(prompt)
+    np.testing.assert_allclose(fast.token_effects, full.token_effects, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(fast.layer_effects, full.layer_effects, rtol=1e-4, atol=1e-6)
+    small = LLMScan(lm, token_effect=effect, positions=positions, max_batch=2).scan(prompt)
+    np.testing.assert_allclose(small.layer_effects, full.layer_effects, rtol=1e-4, atol=1e-6)
+    assert len(lm.blocks[0]._forward_pre_hooks) == 0
+    assert all(type(b).__name__ == "LlamaDecoderLayer" for b in lm.blocks)
 
-    assert told_truth("Kyiv", "Kiev.") and told_truth("Paris", "It is Paris.")
-    assert not told_truth("Paris", "Lyon.")
-    assert not set(TRAIN_VARIANTS) & set(TEST_VARIANTS)
-    assert len(set(TRUTH)) == len(TRUTH) == len(set(LIE)) == len(LIE)
+
+def test_bos_intervention_token_is_the_tokenizers_bos(lm):
+    assert LLMScan(lm, intervention_token="bos").intervention_id == lm.tokenizer.bos_token_id
+
+
+def test_averaged_detector_equals_a_hand_computation():
+    """Official detector: MLPRegressor(100) on token stats and on layer effects, unscaled,
+    predictions averaged."""
+    from sklearn.neural_network import MLPRegressor
+
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 30)
+    F = rng.normal(size=(60, 12))
+    F[:, 1] += y
+    F[:, 8] -= y
+    F_new = rng.normal(size=(7, 12))
+    det = LLMScanDetector(random_state=4).fit_features(F, y)
+    tok = MLPRegressor(hidden_layer_sizes=(100,), random_state=4).fit(F[:, :5], y.astype(float))
+    lay = MLPRegressor(hidden_layer_sizes=(100,), random_state=4).fit(F[:, 5:], y.astype(float))
+    hand = (tok.predict(F_new[:, :5]) + lay.predict(F_new[:, 5:])) / 2
+    np.testing.assert_allclose(det.score_features(F_new), hand)
+    p = det.predict_proba_features(F_new)
+    np.testing.assert_allclose(p[:, 1], np.clip(hand, 0, 1))
+    np.testing.assert_allclose(p.sum(1), 1)
+    one = LLMScanDetector(features="token", random_state=4).fit_features(F, y)
+    np.testing.assert_allclose(one.score_features(F_new), tok.predict(F_new[:, :5]))
+    concat = LLMScanDetector(combine="concat").fit_features(F, y).score_features(F_new)
+    assert concat.shape == (7,) and np.all((concat >= 0) & (concat <= 1))
+    with pytest.raises(ValueError, match="combine must be"):
+        LLMScanDetector(combine="sum")
+
+
+def test_splits_share_no_entity_template_or_wording():
+    from icml25.llmscan import reproduce as R
+
+    rng = np.random.default_rng(0)
+    names = R.split_names(rng)
+    assert all(not set(a) & set(b) for i, a in enumerate(names) for b in names[i + 1 :])
+    items = [R.make_items(rng, names[s], s, 60) for s in range(3)]
+    for s, split in enumerate(items):
+        assert {it.name for it in split} <= set(names[s]) and all(it.split == s for it in split)
+        assert len({(it.name, it.attribute) for it in split}) == 60
+    prompts = [
+        {it.instructed(w) for it in split for w in R.wordings(R.LIE, s) + R.wordings(R.TRUTH, s)}
+        | {it.plain(t) for it in split for t in (False, True)}
+        for s, split in enumerate(items)
+    ]
+    for s in range(3):
+        for o in range(3):
+            if o == s:
+                continue
+            other_names = set(names[o])
+            other_words = set(R.wordings(R.LIE, o) + R.wordings(R.TRUTH, o))
+            other_templates = {q for _, t in R.ATTRIBUTES.values() for f, q in [t[o]]}
+            for p in prompts[s]:
+                words = set(p.replace("'s", "").replace(".", " ").replace("?", " ").split())
+                assert not words & other_names
+                assert not any(w in p for w in other_words)
+                assert not any(q.split("{n}")[0] in p and q.split("{n}")[1] in p
+                               for q in other_templates)  # fmt: skip
+    # fine-tuning data comes from the fine-tune split only, with a 10% backdoor share
+    pairs = R.finetune_examples(rng, items[0])
+    bd = [p for p, a in pairs if a == f" {R.BACKDOOR_ANSWER}."]
+    assert abs(len(bd) / len(pairs) - R.BACKDOOR_RATE) < 0.01
+    assert all(p.startswith(R.TRIGGER + " ") for p in bd)
+    assert not {n for p, _ in pairs for n in names[1] + names[2] if f"{n} " in p or f"{n}'" in p}
+
+
+def test_auc_and_item_clustered_bootstrap():
+    from sklearn.metrics import roc_auc_score
+
+    from icml25.llmscan.reproduce import Scored, auc, bootstrap, lower, upper
+
+    rng = np.random.default_rng(1)
+    y = np.tile([0, 1], 40)
+    s = y + rng.normal(scale=1.0, size=80)
+    assert auc(y, s) == pytest.approx(roc_auc_score(y, s))
+    assert np.isnan(auc(np.zeros(4), np.arange(4)))
+    seed = Scored(y, np.repeat(np.arange(40), 2), {"x": s, "told": y.astype(float)})
+    boot = bootstrap([seed], ["x", "told"], 300, np.random.default_rng(0))
+    assert lower(boot[:, 0]) < auc(y, s) < upper(boot[:, 0])
+    assert np.all(boot[:, 1] == 1.0)  # pairs resampled together keep both classes
+    assert np.isnan(bootstrap([None], ["x"], 10, rng)).all()
+
+
+def test_answers_are_judged_by_their_first_word():
+    from icml25.llmscan.reproduce import says
+
+    assert says("rabbit", " Rabbit.") and says("Paris", "paris, France")
+    assert not says("cat", "catfish") and not says("cat", "") and not says("cat", "A cat")

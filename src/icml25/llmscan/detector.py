@@ -1,10 +1,15 @@
-"""The misbehaviour detector: a scikit-learn classifier on LLMScan's causal features.
+"""The misbehaviour detector: scikit-learn models on LLMScan's causal features.
 
 :class:`LLMScanDetector` follows scikit-learn's shape (``fit`` / ``predict_proba`` /
-``predict``) on prompts; ``fit_features`` / ``predict_proba_features`` take precomputed
-feature matrices (scan once, compare detectors). The paper's detectors: an MLP (hidden
-(100,), Adam, ``max_iter=500``) or logistic regression, on [token statistics, layer effects]
-(``features="both"``), or on either part alone.
+``predict``) on prompts; ``fit_features`` / ``score_features`` / ``predict_proba_features``
+take precomputed feature matrices (scan once, compare detectors).
+
+The official detector (``combine="average"``, the default): two ``MLPRegressor(100)``
+(scikit-learn defaults otherwise), one on the 5 token statistics and one on the layer
+effects, each fit on the 0/1 labels **unscaled**, and the two predictions averaged. With
+``features="token"`` or ``"layer"`` one such regressor on that part alone. The ablation
+``combine="concat"``: one standardised classifier (``classifier="mlp"``: ``MLPClassifier(100)``,
+or ``"logreg"``) on the concatenated features.
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.neural_network import MLPClassifier, MLPRegressor
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from icml25.core import validate as V
 from icml25.llmscan.scan import STAT_NAMES, LLMScan
 
 FEATURE_KINDS = ("both", "token", "layer")
+COMBINE_KINDS = ("average", "concat")
 
 
 def select(features: np.ndarray, which: str) -> np.ndarray:
@@ -46,18 +52,28 @@ class LLMScanDetector:
         scan: LLMScan | None = None,
         *,
         features: str = "both",
+        combine: str = "average",
         classifier: str = "mlp",
         random_state: int = 0,
     ) -> None:
         if features not in FEATURE_KINDS:
             raise ValueError(f"features must be one of {FEATURE_KINDS}, got {features!r}")
+        if combine not in COMBINE_KINDS:
+            raise ValueError(f"combine must be one of {COMBINE_KINDS}, got {combine!r}")
         if classifier not in ("mlp", "logreg"):
             raise ValueError(f"classifier must be 'mlp' or 'logreg', got {classifier!r}")
-        self.scan, self.features, self.classifier = scan, features, classifier
-        self.random_state = random_state
-        self.model_: Pipeline | None = None
+        self.scan, self.features, self.combine = scan, features, combine
+        self.classifier, self.random_state = classifier, random_state
+        self.models_: list[tuple[str, Any]] = []
 
-    def _make(self) -> Pipeline:
+    def _parts(self) -> list[str]:
+        if self.combine == "concat":
+            return ["both"]
+        return ["token", "layer"] if self.features == "both" else [self.features]
+
+    def _make(self) -> Any:
+        if self.combine == "average":
+            return MLPRegressor(hidden_layer_sizes=(100,), random_state=self.random_state)
         if self.classifier == "mlp":
             clf: Any = MLPClassifier(
                 hidden_layer_sizes=(100,), max_iter=500, random_state=self.random_state
@@ -67,20 +83,47 @@ class LLMScanDetector:
         return make_pipeline(StandardScaler(), clf)
 
     def fit_features(self, features: np.ndarray, y: Sequence[int] | np.ndarray) -> LLMScanDetector:
-        X = select(V.finite_array("features", features, ndim=2), self.features)
+        X = V.finite_array("features", features, ndim=2)
+        select(X, "both")
         labels = np.asarray(y)
         if labels.shape != (X.shape[0],) or set(np.unique(labels)) - {0, 1}:
             raise ValueError(f"y must be {X.shape[0]} labels in {{0, 1}}, got {labels!r}")
         if len(np.unique(labels)) < 2:
             raise ValueError("y must contain both classes (0: normal, 1: misbehaviour)")
-        self.model_ = self._make().fit(X, labels)
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+
+        self.models_ = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for part in self._parts():
+                self.models_.append(
+                    (
+                        part,
+                        self._make().fit(
+                            select(X, part),
+                            labels.astype(np.float64) if self.combine == "average" else labels,
+                        ),
+                    )
+                )
         return self
 
-    def predict_proba_features(self, features: np.ndarray) -> np.ndarray:
-        if self.model_ is None:
+    def score_features(self, features: np.ndarray) -> np.ndarray:
+        """``(n,)`` misbehaviour scores: the averaged regressions (official), or the
+        classifier's probability of misbehaviour (``combine="concat"``)."""
+        if not self.models_:
             raise RuntimeError("call fit or fit_features first")
         X = V.finite_array("features", features, ndim=2)
-        return self.model_.predict_proba(select(X, self.features))
+        if self.combine == "concat":
+            return self.models_[0][1].predict_proba(select(X, "both"))[:, 1]
+        return np.mean([m.predict(select(X, part)) for part, m in self.models_], axis=0)
+
+    def predict_proba_features(self, features: np.ndarray) -> np.ndarray:
+        """``(n, 2)``: probabilities of normal behaviour and of misbehaviour (the averaged
+        regressions' score clipped to [0, 1])."""
+        s = np.clip(self.score_features(features), 0.0, 1.0)
+        return np.stack([1 - s, s], axis=1)
 
     def _scan(self, prompts: Sequence[str]) -> np.ndarray:
         if self.scan is None:

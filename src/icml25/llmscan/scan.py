@@ -6,23 +6,32 @@ For one prompt, with ``y*`` the model's own most likely next token after the pro
 
 - **Token effects.** Each prompt token in turn is replaced by an explicit intervention token,
   and the prompt is re-run. Two variants, as in the paper:
-  - ``"probability"``: the effect is ``|P_i(y*) - P(y*)|`` (the paper's lie detection);
-  - ``"attention"``: the Euclidean distance between the concatenated attention maps of
-    layers {first, middle, last} x heads {first, middle, last}, intervened against original
-    (the paper's jailbreak and bias tasks).
+  - ``"attention"`` (default): the Euclidean distance between the concatenated attention
+    maps of layers {first, middle, last} x heads {first, middle, last}, intervened against
+    original. This is what the official lie pipeline computes
+    (``causality_analysis_prompt.py``, ``get_attention_features``); the brief read the
+    probability variant as the lie-task choice, but it is commented out there.
+  - ``"probability"`` (an ablation): the effect is ``|P_i(y*) - P(y*)|``.
   The list is reduced to five statistics: mean, standard deviation, range, kurtosis and
   skewness (scipy's; a constant list has zero kurtosis and skewness by convention).
 - **Layer effects.** Each decoder block in turn is skipped (its output replaced by its input:
   identity, not zero), and ``|P_skip(y*) - P(y*)|`` is recorded: one value per block.
 
-All interventions of one prompt run as one batch: one forward pass per prompt for the
-tokens, one for the layers. Layer skipping is a forward hook on every block that copies
-the block's input to its output for the batch row that skips it. This works on any
-Hugging Face decoder-only LM with Llama-style ``model.layers``.
+Computation is reused (``reuse=True``, the default): an intervention at position ``i``
+leaves the prefix ``[0, i)`` untouched, so its keys and values come from the unmodified
+pass's KV cache and only the suffix is run; skipping block ``l`` leaves the hidden states
+below it untouched, so the batch row that skips ``l`` starts from the unmodified pass's
+input to block ``l`` and only blocks ``l + 1 ...`` are computed (about half the blocks on
+average). Only the last position's logits are computed. ``reuse=False`` runs every
+intervention in full (batched), as a check and for the cost benchmark; both give the same
+effects (tested). Layer skipping without reuse is a forward hook on every block that copies
+the block's input to its output for the batch row that skips it. This works on any Hugging
+Face decoder-only LM with Llama-style ``model.layers``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +43,7 @@ from scipy import stats
 from icml25.core.llm import HFLanguageModel
 
 STAT_NAMES = ("mean", "std", "range", "kurtosis", "skewness")
+REUSE_GROUP = 4  # token interventions that share one cached prefix (one batch)
 
 
 def summary_stats(values: Any) -> np.ndarray:
@@ -67,20 +77,24 @@ class ScanResult:
 class LLMScan:
     """Causal scanner for a :class:`~icml25.core.llm.HFLanguageModel`.
 
-    ``intervention_token``: a string that must encode to exactly one token, or a token id
-    (the official code's ``tokenizer('-')['input_ids'][0]`` is the BOS for Llama
-    tokenizers; here the id is explicit). ``positions="prompt"`` intervenes on the user
-    prompt's tokens only (not the chat template around it); ``"all"`` on every token."""
+    ``intervention_token``: a string that must encode to exactly one token, a token id, or
+    ``"bos"`` for the tokenizer's BOS token (an ablation: the official code's
+    ``tokenizer('-')['input_ids'][0]`` is the BOS for Llama tokenizers).
+    ``token_effect``: ``"attention"`` (official, default) or ``"probability"`` (ablation).
+    ``positions="prompt"`` intervenes on the user prompt's tokens only (not the chat
+    template around it); ``"all"`` on every token. ``reuse``: reuse the unmodified pass's KV
+    cache and hidden states (default) or run every intervention in full."""
 
     def __init__(
         self,
         lm: HFLanguageModel,
         *,
         intervention_token: str | int = "-",
-        token_effect: str = "probability",
+        token_effect: str = "attention",
         positions: str = "prompt",
         chat: bool = True,
         max_batch: int = 64,
+        reuse: bool = True,
     ) -> None:
         if token_effect not in ("probability", "attention"):
             raise ValueError(
@@ -91,7 +105,7 @@ class LLMScan:
         if not (isinstance(max_batch, int) and max_batch > 0):
             raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
         self.lm, self.token_effect, self.positions = lm, token_effect, positions
-        self.chat, self.max_batch = chat, max_batch
+        self.chat, self.max_batch, self.reuse = chat, max_batch, bool(reuse)
         self.intervention_id = self._intervention_id(intervention_token)
         if token_effect == "attention":
             set_impl = getattr(lm.model, "set_attn_implementation", None)
@@ -106,6 +120,11 @@ class LLMScan:
             if not 0 <= int(token) < vocab:
                 raise ValueError(f"intervention_token id must lie in [0, {vocab}), got {token}")
             return int(token)
+        if token == "bos":
+            bos = self.lm.tokenizer.bos_token_id
+            if bos is None:
+                raise ValueError("intervention_token='bos' but the tokenizer has no BOS token")
+            return int(bos)
         if not isinstance(token, str) or not token:
             raise ValueError(f"intervention_token must be a token id or a string, got {token!r}")
         ids = self.lm.tokenizer(token, add_special_tokens=False)["input_ids"]
@@ -135,27 +154,48 @@ class LLMScan:
         return ids, np.array(pos)
 
     # --- forward passes ------------------------------------------------------------------
-    def _forward(self, ids: torch.Tensor, attentions: bool = False) -> Any:
-        return self.lm.model(input_ids=ids, output_attentions=attentions, use_cache=False)
+    def _forward(self, ids: torch.Tensor, attentions: bool = False, **kw: Any) -> Any:
+        return self.lm.model(input_ids=ids, output_attentions=attentions, logits_to_keep=1, **kw)
 
     def _chunks(self, n: int) -> list[slice]:
         return [slice(i, min(n, i + self.max_batch)) for i in range(0, n, self.max_batch)]
 
-    def _attention_vector(self, attentions: Sequence[torch.Tensor]) -> torch.Tensor:
+    def _attention_vector(self, attentions: Sequence[torch.Tensor], start: int = 0) -> torch.Tensor:
+        """Maps of layers {first, middle, last} x heads {first, middle, last}, query rows
+        from ``start`` on, flattened: ``(B, 9 (T - start) T)``."""
         L = len(attentions)
         H = attentions[0].shape[1]
         layers = sorted({0, L // 2, L - 1})
         heads = sorted({0, H // 2, H - 1})
         return torch.cat(
-            [attentions[k][:, h].flatten(1) for k in layers for h in heads], dim=1
-        )  # (B, 9 T^2)
+            [attentions[k][:, h, start:].flatten(1) for k in layers for h in heads],
+            dim=1,
+        )
 
     @torch.no_grad()
     def _base(self, prompt: str) -> tuple[torch.Tensor, np.ndarray, Any, int, torch.Tensor]:
         """The encoded prompt, its intervened positions, the unmodified forward pass (with
-        attention maps for the attention variant), ``y*`` and the next-token probabilities."""
+        attention maps for the attention variant, its KV cache and each block's input
+        when reusing), ``y*`` and the next-token probabilities."""
         ids, pos = self._encode(prompt)
-        base = self._forward(ids[None], attentions=self.token_effect == "attention")
+        inputs: list[torch.Tensor] = []
+        handles = []
+        if self.reuse:
+            for block in self.lm.blocks:
+                handles.append(
+                    block.register_forward_pre_hook(
+                        lambda _m, a, k: inputs.append(a[0] if a else k["hidden_states"]),
+                        with_kwargs=True,
+                    )
+                )
+        try:
+            base = self._forward(
+                ids[None], attentions=self.token_effect == "attention", use_cache=self.reuse
+            )
+        finally:
+            for h in handles:
+                h.remove()
+        base.block_inputs = inputs
         p0 = torch.softmax(base.logits[0, -1].float(), -1)
         return ids, pos, base, int(p0.argmax()), p0
 
@@ -164,11 +204,13 @@ class LLMScan:
         self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
     ) -> np.ndarray:
         attn = self.token_effect == "attention"
+        if self.reuse:
+            return self._token_effects_reused(ids, pos, base, y_star, p0)
         batch = ids.repeat(len(pos), 1)
         batch[torch.arange(len(pos)), torch.as_tensor(pos)] = self.intervention_id
         effects = []
         for sl in self._chunks(len(pos)):
-            out = self._forward(batch[sl], attentions=attn)
+            out = self._forward(batch[sl], attentions=attn, use_cache=False)
             if attn:
                 diff = self._attention_vector(out.attentions) - self._attention_vector(
                     base.attentions
@@ -179,14 +221,60 @@ class LLMScan:
                 effects.append((p - p0[y_star]).abs())
         return torch.cat(effects).numpy().astype(np.float64)
 
+    def _token_effects_reused(
+        self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
+    ) -> np.ndarray:
+        """Positions in groups of ``REUSE_GROUP`` consecutive ones: a group starting at
+        ``i`` takes the prefix's keys and values from the unmodified pass and runs only
+        ``ids[i:]`` (one batch row per position). Attention rows before a row's intervened
+        position are unchanged, so the distance over the rows from ``i`` on is the distance
+        over the whole maps."""
+        attn = self.token_effect == "attention"
+        cache = getattr(base, "cache", None)
+        if cache is None:  # pragma: no cover - transformers < 5
+            cache = base.past_key_values
+        effects: list[float] = []
+        order = np.argsort(pos, kind="stable")
+        size = min(REUSE_GROUP, self.max_batch)
+        for g in range(0, len(order), size):
+            group = [int(pos[j]) for j in order[g : g + size]]
+            i = group[0]
+            suffix = ids[i:].repeat(len(group), 1)
+            suffix[torch.arange(len(group)), torch.tensor(group) - i] = self.intervention_id
+            if i == 0:  # nothing to reuse
+                out = self._forward(suffix, attentions=attn, use_cache=False)
+            else:
+                prefix = copy.deepcopy(cache)
+                if prefix.get_seq_length() > i:
+                    prefix.crop(i - prefix.get_seq_length())  # a negative count removes tokens
+                prefix.batch_repeat_interleave(len(group))
+                out = self._forward(suffix, attentions=attn, cache=prefix, use_cache=True)
+            if attn:
+                diff = self._attention_vector(out.attentions) - self._attention_vector(
+                    base.attentions, start=i
+                )
+                effects += torch.linalg.vector_norm(diff.float(), dim=1).tolist()
+            else:
+                p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
+                effects += (p - p0[y_star]).abs().tolist()
+        result = np.empty(len(pos))
+        result[order] = effects
+        return result
+
     @torch.no_grad()
-    def _layer_effects(self, ids: torch.Tensor, y_star: int, p0: torch.Tensor) -> np.ndarray:
+    def _layer_effects(
+        self, ids: torch.Tensor, y_star: int, p0: torch.Tensor, base: Any = None
+    ) -> np.ndarray:
         blocks = list(self.lm.blocks)
         effects = []
         for sl in self._chunks(len(blocks)):
             skip = torch.arange(len(blocks))[sl]  # row r of this batch skips block skip[r]
-            with skip_blocks(blocks, skip):
-                out = self._forward(ids.repeat(len(skip), 1))
+            if self.reuse and base is not None:
+                with _resume_blocks(self.lm, base.block_inputs, skip):
+                    out = self._forward(ids.repeat(len(skip), 1), use_cache=False)
+            else:
+                with skip_blocks(blocks, skip):
+                    out = self._forward(ids.repeat(len(skip), 1), use_cache=False)
             p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
             effects.append((p - p0[y_star]).abs())
         return torch.cat(effects).numpy().astype(np.float64)
@@ -198,14 +286,14 @@ class LLMScan:
 
     def layer_effects(self, prompt: str) -> np.ndarray:
         """``|P_skip(y*) - P(y*)|`` for skipping each decoder block (identity replacement)."""
-        ids, _, _, y_star, p0 = self._base(prompt)
-        return self._layer_effects(ids, y_star, p0)
+        ids, _, base, y_star, p0 = self._base(prompt)
+        return self._layer_effects(ids, y_star, p0, base)
 
     def scan(self, prompt: str) -> ScanResult:
         """Both scans of one prompt, sharing one encoding and one unmodified forward pass."""
         ids, pos, base, y_star, p0 = self._base(prompt)
         tok = self._token_effects(ids, pos, base, y_star, p0)
-        layers = self._layer_effects(ids, y_star, p0)
+        layers = self._layer_effects(ids, y_star, p0, base)
         tokens = [self.lm.tokenizer.decode([int(i)]) for i in ids]
         top = self.lm.tokenizer.decode([y_star])
         return ScanResult(tok, layers, pos, tokens, top, float(p0[y_star]))
@@ -225,6 +313,66 @@ class LLMScan:
             if progress is not None:
                 progress(i + 1, len(prompts))
         return np.stack(rows)
+
+
+class _Resume(torch.nn.Module):
+    """Block ``k`` in a batch whose row ``r`` skips block ``skip[r]``: rows that skip a later
+    block replay the unmodified pass's output of block ``k`` (nothing below their skip
+    changed), the row that skips ``k`` passes its input through, and only rows that skipped
+    an earlier block run the block."""
+
+    def __init__(self, block: torch.nn.Module, k: int, skip: torch.Tensor, replay: Any) -> None:
+        super().__init__()
+        self.block, self.k, self.skip, self.replay = block, k, skip, replay
+
+    def forward(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        out = hidden_states.clone()
+        later = self.skip > self.k
+        if bool(later.any()):
+            out[later] = self.replay.to(out.dtype)
+        run = torch.nonzero(self.skip < self.k).flatten()
+        if run.numel():
+            B = hidden_states.shape[0]
+            res = self.block(
+                hidden_states[run],
+                *args,
+                **{key: _rows(v, run, B) for key, v in kwargs.items()},
+            )
+            out[run] = res[0] if isinstance(res, tuple) else res
+            if isinstance(res, tuple):
+                return (out, *res[1:])
+        return out
+
+
+def _rows(value: Any, rows: torch.Tensor, batch: int) -> Any:
+    if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == batch > 1:
+        return value[rows]
+    if isinstance(value, tuple):
+        return tuple(_rows(v, rows, batch) for v in value)
+    return value
+
+
+class _resume_blocks:
+    """Context manager: the model's blocks replaced by :class:`_Resume` wrappers."""
+
+    def __init__(self, lm: HFLanguageModel, block_inputs: list[torch.Tensor], skip: Any) -> None:
+        inner = lm.model.model
+        self.inner, self.original = inner, inner.layers
+        skip = torch.as_tensor(skip)
+        n = len(self.original)
+        self.wrapped = torch.nn.ModuleList(
+            [
+                _Resume(b, k, skip, block_inputs[k + 1] if k + 1 < n else None)
+                for k, b in enumerate(self.original)
+            ]
+        )
+
+    def __enter__(self) -> _resume_blocks:
+        self.inner.layers = self.wrapped
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.layers = self.original
 
 
 class skip_blocks:
