@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from icml25.core import report as rep
-from icml25.core.parallel import run_methods
+from icml25.core.parallel import longest_first, run_methods
 from icml25.core.registry import Method
 from icml25.methods import load_all
 
@@ -40,6 +40,15 @@ def test_jobs_give_the_serial_numbers_and_resume(serial, tmp_path):
         methods, budget="tiny", seeds=[0], out_dir=tmp_path, jobs=2, say=said.append
     )
     assert again == entries and sum("reusing" in line for line in said) == 2
+
+
+def test_workers_pick_up_the_longest_methods_first():
+    methods = load_all()
+    order = [m.slug for m in longest_first(list(methods.values()))]
+    seconds = [methods[s].quick_seconds for s in order]
+    assert seconds == sorted(seconds, reverse=True) and sorted(order) == sorted(methods)
+    ms = [methods["orcaloca"], methods["maple"], methods["orcaloca"]]
+    assert [m.slug for m in longest_first(ms)] == ["maple", "orcaloca", "orcaloca"]
 
 
 def _fake(tmp_path, monkeypatch, name, body):

@@ -6,7 +6,10 @@ seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as 
 
 - ``jobs=1`` (default): in this process, one method after another.
 - ``jobs=N``: N spawned worker processes, each with ``cores // N`` torch threads; a worker that
-  dies without a result (killed, out of memory) becomes a crash entry.
+  dies without a result (killed, out of memory) becomes a crash entry. The longest methods (by
+  their registry's ``quick_seconds``) start first, so that one long method does not run alone
+  at the end while the other workers idle (Ray tasks are submitted in the same order);
+  results come back in the order given.
 - ``executor="ray"``: each method is a Ray task asking for the CPUs its registry entry declares
   (``Method.cpus``) and ``gpus`` GPUs, on a local Ray or the cluster at ``address``
   (``pip install 'icml25[ray]'``). The task runs in a scratch folder on whichever node it lands
@@ -138,6 +141,12 @@ def run_methods(
     return [entries[m.slug] for m in methods]
 
 
+def longest_first(methods: Sequence[Method]) -> list[Method]:
+    """``methods`` by their registry's ``quick_seconds``, longest first (ties keep their order):
+    the order in which workers pick them up (longest-processing-time-first scheduling)."""
+    return sorted(methods, key=lambda m: -m.quick_seconds)
+
+
 def _prefixed(say: Say, slug: str) -> Say:
     return lambda msg: say(f"  {slug}: {msg}")
 
@@ -153,7 +162,7 @@ def _run_local(
 ) -> None:
     ctx = mp.get_context("spawn")
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    pending = list(todo)
+    pending = longest_first(todo)
     running: dict[str, tuple[Any, Method, float]] = {}
     try:
         while pending or running:
@@ -221,7 +230,7 @@ def _run_ray(
     refs: dict[Any, tuple[Method, float]] = {}
     waiting: list[Any] = []
     try:
-        for m in todo:
+        for m in longest_first(todo):  # submitted longest first, as local workers
             say(
                 f"{m.slug}: {budget} reproduction, seeds {seeds} "
                 f"(Ray task, {m.cpus} CPUs, {gpus} GPUs)"
