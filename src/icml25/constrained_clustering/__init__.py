@@ -52,6 +52,6 @@ register(
     url="https://proceedings.mlr.press/v267/carrasco25a.html",
     summary="A signed-Laplacian eigenproblem + sweep solves min w_G(S)/w_H(S) where spectral "
     "clustering on G alone fails, with a Cheeger-type guarantee.",
-    quick_seconds=60,
+    quick_seconds=30,
     module="icml25.constrained_clustering.reproduce",
 )

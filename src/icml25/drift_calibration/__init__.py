@@ -58,6 +58,6 @@ register(
     url="https://arxiv.org/abs/2502.07560",
     summary="Class-incremental learning with per-task LoRA: old class means moved by mean-shift "
     "compensation, covariances kept by a Mahalanobis loss, classifier aligned on Gaussians.",
-    quick_seconds=35,
+    quick_seconds=40,
     module="icml25.drift_calibration.reproduce",
 )

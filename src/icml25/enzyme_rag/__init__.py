@@ -86,6 +86,6 @@ register(
     url="https://openreview.net/forum?id=T7lQGq73Lm",
     summary="Retrieve enzymes of Tanimoto-similar substrates, generate a new enzyme with a "
     "conditioned discrete diffusion model guided by an enzyme-substrate classifier.",
-    quick_seconds=50,
+    quick_seconds=40,
     module="icml25.enzyme_rag.reproduce",
 )

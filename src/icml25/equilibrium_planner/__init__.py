@@ -88,6 +88,6 @@ register(
     summary="Train a planner to refine its own drafts to a fixed point (supervised on the gold "
     "plan given its detached equilibrium and feedback); nested closed loop with environment "
     "and world-model feedback.",
-    quick_seconds=60,
+    quick_seconds=45,
     module="icml25.equilibrium_planner.reproduce",
 )

@@ -80,6 +80,6 @@ register(
     url="https://arxiv.org/abs/2502.00846",
     summary="PVI generalised: robust losses and divergences at the clients and the server, "
     "with conjugate updates where they exist; robust to outliers and to a wrong prior.",
-    quick_seconds=45,
+    quick_seconds=30,
     module="icml25.fedgvi.reproduce",
 )

@@ -133,6 +133,6 @@ register(
     summary="A benchmark of impossible (counterfactual) videos for video understanding and "
     "generation: taxonomy, judgement / multiple-choice / open-ended tasks, here run on "
     "procedurally rendered physics clips with small video models trained on the spot.",
-    quick_seconds=45,
+    quick_seconds=35,
     module="icml25.ipv_bench.reproduce",
 )

@@ -71,6 +71,6 @@ register(
     url="https://arxiv.org/abs/2504.12883",
     summary="Weight decay only moves the Legendre parameter of the implicit bias; switching it "
     "off keeps a sparser/low-rank bias and still interpolates.",
-    quick_seconds=60,
+    quick_seconds=30,
     module="icml25.mirror_flow.reproduce",
 )

@@ -69,6 +69,6 @@ register(
     url="https://arxiv.org/abs/2502.00350",
     summary="Issue localization by an agent with a priority queue of search actions, "
     "relevance-scored decomposition and distance-aware context pruning over a code graph.",
-    quick_seconds=20,
+    quick_seconds=15,
     module="icml25.orcaloca.reproduce",
 )

@@ -50,6 +50,6 @@ register(
     url="https://arxiv.org/abs/2503.11850",
     summary="Counting devices that saw an event, private even against repeated intrusions on "
     "the device, with rerandomizable public-key encryption.",
-    quick_seconds=55,
+    quick_seconds=45,
     module="icml25.pan_privacy.reproduce",
 )

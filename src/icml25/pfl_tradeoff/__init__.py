@@ -47,6 +47,6 @@ register(
     url="https://arxiv.org/abs/2410.08934",
     summary="FedCLUP: local proximal steps and a server step on the PFL objective; the "
     "personalization degree lambda trades statistical accuracy against communication.",
-    quick_seconds=60,
+    quick_seconds=35,
     module="icml25.pfl_tradeoff.reproduce",
 )

@@ -88,6 +88,6 @@ register(
     summary="Post-hoc confidence from pointwise information: PVI (a separately trained model "
     "against a null model), PMI (a neural critic on features) and PSI (random slices) for "
     "failure prediction and calibration.",
-    quick_seconds=60,
+    quick_seconds=35,
     module="icml25.pointwise_info.reproduce",
 )

@@ -73,6 +73,6 @@ register(
     url="https://arxiv.org/abs/2411.12135",
     summary="A deterministic ODE gives signSGD's risk curve; it quantifies an effective "
     "learning rate, noise compression, diagonal preconditioning and noise reshaping.",
-    quick_seconds=60,
+    quick_seconds=30,
     module="icml25.signsgd_risk.reproduce",
 )
