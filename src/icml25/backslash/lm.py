@@ -40,6 +40,7 @@ from icml25.backslash.coding import (
 )
 from icml25.backslash.rate import BackSlash, default_rate_params
 from icml25.core import validate as V
+from icml25.core.llm import finetune_windows
 
 FINETUNE_MODULES = ("configparser", "calendar", "fractions", "statistics", "shlex", "ipaddress")
 VAL_MODULES = ("argparse",)
@@ -96,53 +97,38 @@ def finetune(
     With ``checkpoint`` the model, optimizer, sampler and rate-step state are saved there
     every ``every`` steps and at the end; a call that finds the file resumes from it, and the
     result equals an uninterrupted run's. Returns the (detached) BackSlash object."""
-    V.integer("steps", steps, low=0)
-    V.integer("length", length, low=2)
-    if len(ids) <= length:
-        raise ValueError(f"ids has {len(ids)} tokens: it needs more than length = {length}")
-    gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
     bs = BackSlash(model, lam).attach(opt) if lam is not None else None
-    done = 0
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        done = state["step"]
-        if bs is not None:
+    name = "normal" if bs is None else f"BackSlash lambda={lam:g}"
+    extra = None
+    if bs is not None:
+
+        def get() -> dict[str, Any]:
+            return {"bs_steps": bs.steps, "bs_nu": bs.nu_}
+
+        def put(state: dict[str, Any]) -> None:
             bs.steps, bs.nu_ = state["bs_steps"], state["bs_nu"]
 
-    def save(step: int) -> None:
-        if checkpoint is None:
-            return
-        state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-        state |= {"generator": gen.get_state(), "step": step}
-        if bs is not None:
-            state |= {"bs_steps": bs.steps, "bs_nu": bs.nu_}
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, checkpoint.with_suffix(".tmp"))
-        checkpoint.with_suffix(".tmp").replace(checkpoint)  # never a half-written file
+        extra = (get, put)
 
-    model.train()
-    name = "normal" if lam is None else f"BackSlash lambda={lam:g}"
-    for step in range(done, steps):
-        start = int(torch.randint(0, len(ids) - length, (1,), generator=gen))
-        x = ids[start : start + length][None]
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    def report(msg: str) -> None:
         if progress is not None:
-            nu = f", nu {bs.nu_:.2f}" if bs is not None else ""
-            progress(f"{name}: step {step + 1}/{steps}, loss {loss.item():.3f}{nu}")
-        if (step + 1) % every == 0 and step + 1 < steps:
-            save(step + 1)
-    if steps > done:
-        save(steps)
+            progress(f"{name}: {msg}" + (f", nu {bs.nu_:.2f}" if bs is not None else ""))
+
+    finetune_windows(
+        model,
+        opt,
+        ids,
+        steps,
+        length,
+        seed,
+        checkpoint=checkpoint,
+        every=every,
+        progress=report,
+        extra_state=extra,
+    )
     if bs is not None:
         bs.detach()
-    model.eval()
     return bs
 
 

@@ -58,6 +58,7 @@ import torch.nn.functional as F
 from icml25.cca_attention.attention import cca_attention
 from icml25.cca_attention.model import TinyLM
 from icml25.core.claims import Claim, Rule
+from icml25.core.llm import finetune_windows
 from icml25.core.runner import RunContext
 
 VOCAB, FILLER, VALUES, MARK, QUERY = 32, 20, 8, 30, 31
@@ -376,43 +377,18 @@ def finetune_lm(
     With ``checkpoint``, the model, optimizer, sampler state and step are saved there every
     ``every`` steps and at the end; a run that finds the file resumes from it, and the
     result is the same as an uninterrupted run's."""
-    if not (isinstance(steps, int) and steps >= 0):
-        raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    if len(text) <= length:
-        raise ValueError(f"text has {len(text)} tokens: it needs more than length = {length}")
-    gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    done = 0
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        done = state["step"]
-
-    def save(step: int) -> None:
-        if checkpoint is not None:
-            state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-            state |= {"generator": gen.get_state(), "step": step}
-            checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            torch.save(state, checkpoint.with_suffix(".tmp"))
-            checkpoint.with_suffix(".tmp").replace(checkpoint)  # never a half-written file
-
-    model.train()
-    for step in range(done, steps):
-        start = int(torch.randint(0, len(text) - length, (1,), generator=gen))
-        ids = text[start : start + length][None]
-        loss = model(input_ids=ids, labels=ids).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if progress is not None:
-            progress(f"step {step + 1}/{steps}: loss {loss.item():.3f}")
-        if (step + 1) % every == 0 and step + 1 < steps:
-            save(step + 1)
-    if steps > done:
-        save(steps)
-    model.eval()
+    finetune_windows(
+        model,
+        opt,
+        text,
+        steps,
+        length,
+        seed,
+        checkpoint=checkpoint,
+        every=every,
+        progress=progress,
+    )
 
 
 def _load_lm(tiny: bool) -> tuple[Any, Any]:

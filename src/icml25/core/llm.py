@@ -7,6 +7,8 @@ an OpenAI-compatible HTTP endpoint also implements.
   gguf``). The first load dequantises to float32 (35-50 s) and saves safetensors to
   ``$ICML25_CACHE`` (default ``.cache/`` in the working directory, ignored by git); later
   loads take about a second.
+- :func:`finetune_windows` fine-tunes a causal LM on random windows of one token stream,
+  checkpointing and resuming (BackSlash's and CCA's SmolLM2 fine-tunes).
 - :func:`tiny_llama` builds a randomly initialised Llama of the same architecture with a
   character-level tokenizer and a ChatML chat template: tests need no wheel.
 - :class:`HFLanguageModel` wraps a model and tokenizer: chat-templated encoding, batched
@@ -26,6 +28,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -119,6 +122,75 @@ def _convert_smollm2(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     tok.save_pretrained(out)
+
+
+def finetune_windows(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    ids: torch.Tensor,
+    steps: int,
+    length: int,
+    seed: int,
+    *,
+    checkpoint: Path | None = None,
+    every: int = 25,
+    progress: Callable[[str], None] | None = None,
+    extra_state: tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], None]]
+    | None = None,
+) -> None:
+    """Fine-tune ``model`` in place with ``optimizer``, batch 1: at each of ``steps`` steps a
+    ``length``-token window of the 1-D ``ids`` at an offset drawn from a generator seeded
+    with ``seed``, next-token loss. Leaves the model in eval mode.
+
+    With ``checkpoint``, the model, optimizer, generator and step (and ``extra_state``'s
+    ``get()``, restored with its ``set``) are saved there every ``every`` steps and at the
+    end, through a temporary file (never a half-written one); a call that finds the file
+    resumes from it, and the result equals an uninterrupted run's. ``progress`` gets
+    ``"step i/n, loss x"`` after every step."""
+    V.integer("steps", steps, low=0)
+    V.integer("length", length, low=2)
+    V.integer("every", every, low=1)
+    if not (isinstance(ids, torch.Tensor) and ids.dim() == 1):
+        raise ValueError(f"ids must be a 1-D tensor of token ids, got {type(ids).__name__}")
+    if len(ids) <= length:
+        raise ValueError(f"ids has {len(ids)} tokens: it needs more than length = {length}")
+    gen = torch.Generator().manual_seed(seed)
+    done = 0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        gen.set_state(state["generator"])
+        done = state["step"]
+        if extra_state is not None:
+            extra_state[1](state["extra"])
+
+    def save(step: int) -> None:
+        if checkpoint is None:
+            return
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+        state |= {"generator": gen.get_state(), "step": step}
+        if extra_state is not None:
+            state["extra"] = extra_state[0]()
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(state, checkpoint.with_suffix(".tmp"))
+        checkpoint.with_suffix(".tmp").replace(checkpoint)
+
+    model.train()
+    for step in range(done, steps):
+        start = int(torch.randint(0, len(ids) - length, (1,), generator=gen))
+        x = ids[start : start + length][None]
+        loss = model(input_ids=x, labels=x).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if progress is not None:
+            progress(f"step {step + 1}/{steps}, loss {loss.item():.3f}")
+        if (step + 1) % every == 0 and step + 1 < steps:
+            save(step + 1)
+    if steps > done:
+        save(steps)
+    model.eval()
 
 
 CHATML = (
