@@ -24,8 +24,10 @@ import sys
 import time
 from typing import Any
 
-import icml25.fedgvi.fedgvi as F
 from icml25.fedgvi.reproduce import BNN_ARMS, BUDGETS, run_bnn
+
+# the submodule (the package re-exports the function fedgvi under the same name)
+F = sys.modules["icml25.fedgvi.fedgvi"]
 
 
 def main(seed: int = 0) -> None:
