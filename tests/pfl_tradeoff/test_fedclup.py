@@ -178,15 +178,52 @@ def test_split_by_classes_gives_c_classes_and_disjoint_images() -> None:
         split_by_classes(X, y, Xt, yt, 2, np.random.default_rng(1), train=200, test=10)
 
 
-@pytest.mark.parametrize("model", ["logreg", "cnn"])
+def _conv_reference(name: str, p: dict, a: int, k: int, X: torch.Tensor) -> torch.Tensor:
+    """Model ``(a, k)``'s logits by torch's own ``conv2d`` on one image batch."""
+    F = torch.nn.functional
+    img = X.reshape(-1, 1, 28, 28)
+    if name == "cnn":
+        h = F.conv2d(img, p["Wc"][a, k], p["bc"][a, k], stride=2, padding=2)
+        return F.max_pool2d(torch.relu(h), 2).flatten(1) @ p["Wf"][a, k] + p["bf"][a, k]
+    h = F.max_pool2d(torch.relu(F.conv2d(img, p["W1"][a, k], p["b1"][a, k], padding=1)), 2)
+    h = F.max_pool2d(torch.relu(F.conv2d(h, p["W2"][a, k], p["b2"][a, k], padding=1)), 2)
+    h = torch.relu(h.flatten(1) @ p["W3"][a, k] + p["b3"][a, k])
+    return h @ p["W4"][a, k] + p["b4"][a, k]
+
+
+@pytest.mark.parametrize("name", ["cnn", "twoconv"])
+def test_batched_cnns_equal_one_model_at_a_time(name: str) -> None:
+    """The grouped convolutions keep every (arm, client) model apart and are the CNN they say."""
+    from icml25.pfl_tradeoff.images import ConvNet, TwoConvNet
+
+    m = ConvNet(4) if name == "cnn" else TwoConvNet(3, 5, hidden=7)
+    g = torch.Generator().manual_seed(1)
+    p = {  # every model different: the shared init plus noise
+        key: v.expand(2, 3, *v.shape) + 0.1 * torch.randn(2, 3, *v.shape, generator=g)
+        for key, v in m.init(g).items()
+    }
+    shared = torch.rand(3, 4, 784, generator=g)  # one image batch per client, for every arm
+    own = torch.rand(2, 3, 4, 784, generator=g)  # one batch per model
+    out_shared = m.forward(p, m.prepare(shared).unsqueeze(0))
+    out_own = m.forward(p, m.prepare(own))
+    assert out_shared.shape == out_own.shape == (2, 3, 4, 10)
+    for a in range(2):
+        for k in range(3):
+            ref = _conv_reference(name, p, a, k, shared[k])
+            torch.testing.assert_close(out_shared[a, k], ref, rtol=1e-5, atol=1e-5)
+            ref = _conv_reference(name, p, a, k, own[a, k])
+            torch.testing.assert_close(out_own[a, k], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("model", ["logreg", "cnn", "twoconv"])
 def test_arms_are_independent_and_fedavg_with_one_client_is_local(model: str) -> None:
     import math
 
-    from icml25.pfl_tradeoff.images import ConvNet, LogReg, run_arms, split_by_classes
+    from icml25.pfl_tradeoff.images import ConvNet, LogReg, TwoConvNet, run_arms, split_by_classes
 
     X, y, Xt, yt = _toy_images()
     d = split_by_classes(X, y, Xt, yt, 3, np.random.default_rng(2), train=24, test=12)
-    m = LogReg() if model == "logreg" else ConvNet(2)
+    m = {"logreg": LogReg(), "cnn": ConvNet(2), "twoconv": TwoConvNet(2, 3)}[model]
     kw = dict(rounds=3, epochs=2, batch=8, lr=0.05, seed=4)
     both, _ = run_arms(m, d, [0.0, 0.3, math.inf], **kw)
     alone, _ = run_arms(m, d, [0.3], **kw)  # the batched run equals the arm run alone

@@ -2,8 +2,9 @@
 
 Every arm (local training, FedCLUP at one lambda, FedAvg) trains ``K`` clients with minibatch
 SGD (fixed local learning rate, batch ``B``, ``E`` epochs a round, no momentum). All arms and
-all clients are trained at once: their parameters are stacked and one ``torch.func.vmap`` call
-computes every model's minibatch gradient. The arms see the same initial model and the same
+all clients are trained at once: their parameters are stacked (leading dims ``(arms, clients)``)
+and one batched forward pass (matmuls, grouped convolutions) gives every model's minibatch
+gradient. The arms see the same initial model and the same
 minibatch order (common random numbers), so their accuracies are paired.
 
 - **local** (``lam = 0``): each client keeps its own model across rounds.
@@ -127,23 +128,40 @@ class LogReg(BatchedModel):
         return x @ p["W"] + p["b"].unsqueeze(-2)
 
 
+def _grouped_conv(
+    h: torch.Tensor, w: torch.Tensor, b: torch.Tensor, groups: int, **kw: int
+) -> torch.Tensor:
+    """One convolution per model: ``h`` ``(B, groups * in, H, W)``, ``w`` ``(A, K, out, in, k,
+    k)`` and ``b`` ``(A, K, out)`` with the models in ``(K, A)`` order on the channel axis."""
+    A, K, out = w.shape[:3]
+    wk = w.transpose(0, 1).reshape(K * A * out, *w.shape[3:])
+    return nn.functional.conv2d(h, wk, b.transpose(0, 1).reshape(-1), groups=groups, **kw)
+
+
+def _images(x: torch.Tensor, A: int) -> tuple[torch.Tensor, int]:
+    """Features ``(1 or A, K, B, 784)`` as ``(B, K [* A], 28, 28)`` and the first layer's groups
+    (``K`` when the arms share the images: each client's images feed all its arms' models)."""
+    S, K, B = x.shape[:3]
+    img = x.permute(2, 1, 0, 3).reshape(B, K * S, 28, 28)
+    return img, K * S if S > 1 else K
+
+
+def _dense(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Per-model linear layer: ``h`` ``(B, K, A, F)`` -> ``(B, K, A, O)``."""
+    return torch.einsum("bkaf,akfo->bkao", h, w) + b.transpose(0, 1)
+
+
 class ConvNet(BatchedModel):
     """``conv(5x5, stride 2, pad 2, channels) -> ReLU -> maxpool(2) -> Linear``: a one-layer CNN
-    on 28x28 images (14x14 maps, 7x7 after pooling). The convolution is a matmul on patches
-    that :meth:`prepare` extracts once (``F.unfold``), so every model trains by batched matmul."""
+    on 28x28 images (14x14 maps, 7x7 after pooling). Every model's convolution is one group of a
+    grouped ``conv2d``, so all arms and clients train in one call."""
 
     def __init__(self, channels: int = 8, classes: int = 10) -> None:
         self.ch, self.classes = channels, classes
 
-    def prepare(self, X: torch.Tensor) -> torch.Tensor:
-        lead = X.shape[:-1]
-        img = X.reshape(-1, 1, 28, 28)
-        patches = nn.functional.unfold(img, 5, stride=2, padding=2)  # (N, 25, 196)
-        return patches.transpose(1, 2).reshape(*lead, 196, 25).contiguous()
-
     def init(self, gen: torch.Generator) -> dict[str, torch.Tensor]:
         return {
-            "Wc": _uniform(gen, (25, self.ch), 25),
+            "Wc": _uniform(gen, (self.ch, 1, 5, 5), 25),
             "bc": _uniform(gen, (self.ch,), 25),
             "Wf": _uniform(gen, (49 * self.ch, self.classes), 49 * self.ch),
             "bf": _uniform(gen, (self.classes,), 49 * self.ch),
@@ -151,10 +169,54 @@ class ConvNet(BatchedModel):
 
     def forward(self, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
         A, K = p["Wc"].shape[:2]
-        B = x.shape[2]
-        h = torch.relu(x @ p["Wc"].unsqueeze(2) + p["bc"][:, :, None, None, :])  # (A,K,B,196,ch)
-        h = h.reshape(A, K, B, 7, 2, 7, 2, self.ch).amax(dim=(4, 6)).reshape(A, K, B, -1)
-        return h @ p["Wf"] + p["bf"].unsqueeze(-2)
+        img, groups = _images(x, A)
+        B = img.shape[0]
+        h = _grouped_conv(img, p["Wc"], p["bc"], groups, stride=2, padding=2)
+        h = nn.functional.max_pool2d(torch.relu(h), 2)  # (B, K*A*ch, 7, 7)
+        out = _dense(h.reshape(B, K, A, -1), p["Wf"], p["bf"])
+        return out.permute(2, 1, 0, 3)
+
+
+class TwoConvNet(BatchedModel):
+    """A scaled-down version of the official two-convolution CNN (``src/models/CNN.py``: 3x3
+    convolutions of 32 and 64 channels with ReLU and 2x2 max-pooling, a 128-unit layer):
+    ``conv(3x3, pad 1, c1) -> ReLU -> maxpool(2) -> conv(3x3, pad 1, c2) -> ReLU -> maxpool(2)
+    -> [Linear(hidden) -> ReLU] -> Linear``, trained as grouped convolutions (see :class:`ConvNet`).
+    """
+
+    def __init__(self, c1: int = 8, c2: int = 16, hidden: int = 0, classes: int = 10) -> None:
+        if min(c1, c2) < 1 or hidden < 0:
+            raise ValueError(f"c1, c2 must be >= 1 and hidden >= 0, got {c1=}, {c2=}, {hidden=}")
+        self.c1, self.c2, self.hidden, self.classes = c1, c2, hidden, classes
+
+    def init(self, gen: torch.Generator) -> dict[str, torch.Tensor]:
+        flat = 49 * self.c2
+        out = self.hidden or self.classes
+        p = {
+            "W1": _uniform(gen, (self.c1, 1, 3, 3), 9),
+            "b1": _uniform(gen, (self.c1,), 9),
+            "W2": _uniform(gen, (self.c2, self.c1, 3, 3), 9 * self.c1),
+            "b2": _uniform(gen, (self.c2,), 9 * self.c1),
+            "W3": _uniform(gen, (flat, out), flat),
+            "b3": _uniform(gen, (out,), flat),
+        }
+        if self.hidden:
+            p["W4"] = _uniform(gen, (self.hidden, self.classes), self.hidden)
+            p["b4"] = _uniform(gen, (self.classes,), self.hidden)
+        return p
+
+    def forward(self, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        A, K = p["W1"].shape[:2]
+        img, groups = _images(x, A)
+        B = img.shape[0]
+        h = _grouped_conv(img, p["W1"], p["b1"], groups, padding=1)
+        h = nn.functional.max_pool2d(torch.relu(h), 2)  # (B, K*A*c1, 14, 14)
+        h = _grouped_conv(h, p["W2"], p["b2"], K * A, padding=1)
+        h = nn.functional.max_pool2d(torch.relu(h), 2).reshape(B, K, A, -1)
+        h = _dense(h, p["W3"], p["b3"])
+        if self.hidden:
+            h = _dense(torch.relu(h), p["W4"], p["b4"])
+        return h.permute(2, 1, 0, 3)
 
 
 @dataclass
