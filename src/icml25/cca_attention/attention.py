@@ -19,14 +19,18 @@ For a causal sequence of length ``L``, group size ``g`` and local window ``s`` (
 :func:`cca_attention` takes ``(B, H, L, D)`` tensors like
 ``torch.nn.functional.scaled_dot_product_attention`` (causal self-attention; keys and
 values may have fewer heads, GQA). It runs PyTorch's fused CPU attention kernel (the one
-behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies: blocks of 64
-queries over their contiguous slice of raw keys, and blocks of 512 queries over the core
-tokens that all of them see (no mask) and over the few that only some see (a small
-staircase mask). The parts are merged by their log-sum-exps into one softmax. The backward
-is flash-style: it keeps the output and the log-sum-exp per row and recomputes each block;
-the pooling's gradients are written in place. Time is O(L (L/g + s + g)); extra memory is
-the core tokens (2/g of the output) and O(block (s + g)) buffers, not O(L^2). Where the
-fused kernel is missing (or off the CPU), the same blocks run in plain PyTorch.
+behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies, flash-style:
+first every query attends to its raw window (blocks of 64 queries over their contiguous
+slice of raw keys, with a mask), which fills the output and one log-sum-exp per row; then,
+one head and one chunk of 256 core tokens at a time (pooled from that chunk's groups only),
+blocks of 512 queries attend to the cores of the chunk that all of them see (no mask) and
+to the few that only some see (a small staircase mask), and each part is merged into the
+output in place by its log-sum-exp. The backward keeps the output and the log-sum-exp per
+row, pools the core tokens again and recomputes each block; the pooling's gradients are
+written in place. Time is O(L (L/g + s + g)); beyond the output and its log-sum-exps
+(which SDPA also holds), the forward holds one head's chunk of cores and one block's
+buffers, O(chunk + block (s + g)), not O(L^2) nor O(L / g). Where the fused kernel is
+missing (or off the CPU), the same blocks run in plain PyTorch.
 :func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
 exists for tests.
 """
@@ -34,7 +38,7 @@ exists for tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -50,6 +54,7 @@ _FLASH_BACKWARD: Any = getattr(
 FORCE_PYTORCH = False  # True: the plain-PyTorch blocks even where the fused kernel exists
 DEFAULT_BLOCK = 512  # queries per block over the core tokens (rounded up to a multiple of g)
 RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also rounded)
+CORE_CHUNK = 256  # core tokens alive at a time in the forward (one head)
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -123,10 +128,10 @@ def cca_attention(
     """Causal CCA attention, ``(B, H, L, D)`` in and out (see the module docstring).
 
     Queries run in blocks of ``block_size`` (default 512, rounded up to a multiple of ``g``)
-    over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
-    from the block's first window start to its last query; additive masks apply the exact
-    rules and the parts share one softmax (merged by log-sum-exp). Differentiable, with a
-    recomputing backward."""
+    over the core tokens (one head and ``CORE_CHUNK`` cores at a time) and of
+    ``min(block_size, 64)`` (rounded likewise) over the raw keys from the block's first
+    window start to its last query; additive masks apply the exact rules and the parts share
+    one softmax (merged by log-sum-exp). Differentiable, with a recomputing backward."""
     _check(query, key, value, group_size, window)
     key, value = expand_kv(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else scale
@@ -239,10 +244,12 @@ class _CoreBlock(NamedTuple):
 
 
 def _merge(out: Tensor, lse: Tensor, o: Tensor, m: Tensor) -> None:
-    """Fold a part's output ``o`` and log-sum-exp ``m`` into ``out`` and ``lse`` (in place)."""
-    both = torch.logaddexp(lse, m)
-    out.mul_(torch.exp(lse - both)[..., None]).add_(o.mul_(torch.exp(m - both)[..., None]))
-    lse.copy_(both)
+    """Fold a part's output ``o`` and log-sum-exp ``m`` into ``out`` and ``lse`` (in place):
+    ``out = w out + (1 - w) o`` with ``w = exp(lse - logaddexp(lse, m)) = sigmoid(lse - m)``.
+    ``m`` is finite; where ``lse`` is ``-inf`` (no key yet) ``out`` becomes ``o``."""
+    w = torch.sigmoid(lse - m)[..., None]
+    torch.lerp(o, out, w, out=out)
+    torch.logaddexp(lse, m, out=lse)
 
 
 def _part_forward(
@@ -289,13 +296,12 @@ def _part_backward(
     return ds @ k, ds.transpose(-1, -2) @ q, dv
 
 
-def _attend_forward(
-    q: Tensor, k: Tensor, v: Tensor, kc: Tensor, vc: Tensor, g: int, s: int, scale: float, nq: int
+def _raw_forward(
+    q: Tensor, k: Tensor, v: Tensor, g: int, s: int, scale: float, nr: int
 ) -> tuple[Tensor, Tensor]:
-    """Output and per-row log-sum-exp. Each block attends to its visible core tokens and to
-    its raw slice in two fused calls (views, no copies), merged by their log-sum-exps."""
+    """Every query over its raw window alone: the output buffer and one log-sum-exp per row
+    (``-inf`` where a row sees no raw key, only with ``s = 0``)."""
     L = q.shape[2]
-    nr = g * -(-min(nq, RAW_BLOCK) // g)
     out = torch.empty_like(q)
     lse = q.new_empty(q.shape[:3])
     for r in _raw_blocks(L, g, s, nr, q.dtype):
@@ -307,14 +313,57 @@ def _attend_forward(
             out[:, :, a:b] = 0.0
         if r.empty is not None:  # the fused kernel reports 0 there, not -inf
             lse[:, :, a:b][:, :, r.empty] = float("-inf")
-    for c in _core_blocks(L, g, s, nq, q.dtype):
-        c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
-        if j0:
-            o, m = _part_forward(q[:, :, c0:b], kc[:, :, :j0], vc[:, :, :j0], None, scale)
-            _merge(out[:, :, c0:b], lse[:, :, c0:b], o, m)
-        if c.stair is not None:
-            o, m = _part_forward(q[:, :, r0:b], kc[:, :, j0:j1], vc[:, :, j0:j1], c.stair, scale)
-            _merge(out[:, :, r0:b], lse[:, :, r0:b], o, m)
+    return out, lse
+
+
+def _stair(J: Tensor, r: int, b: int, lo: int, hi: int, dtype: torch.dtype) -> Tensor:
+    """Additive mask (0 or -inf) of the rows ``r .. b - 1`` over the cores ``lo .. hi - 1``:
+    row ``t`` sees core ``j`` iff ``j < J(t)``."""
+    hidden = torch.arange(lo, hi)[None, :] >= J[r:b, None]
+    return torch.zeros(b - r, hi - lo, dtype=dtype).masked_fill_(hidden, -math.inf)
+
+
+def _attend_forward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cores: Callable[[int, int, int, int], tuple[Tensor, Tensor]],
+    m: int,
+    g: int,
+    s: int,
+    scale: float,
+    nq: int,
+) -> tuple[Tensor, Tensor]:
+    """Output and per-row log-sum-exp, flash-style: every query first attends to its raw
+    window; then, one head and one chunk of ``CORE_CHUNK`` core tokens at a time (``cores(b,
+    h, ja, jb)`` gives the ``(1, 1, jb - ja, D)`` keys and values of the cores ``ja .. jb -
+    1``), the queries that see some of that chunk attend to it and are merged in place by
+    their log-sum-exps. Only one chunk of cores and one block's buffers are alive at a time."""
+    L = q.shape[2]
+    out, lse = _raw_forward(q, k, v, g, s, scale, g * -(-min(nq, RAW_BLOCK) // g))
+    J = visible_groups(L, g, s)
+    # Query blocks of nq rows (a multiple of g) from the first row that sees a core token:
+    # every row of a block sees the cores 0 .. J(a) - 1, and some see up to J(b - 1) - 1.
+    blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
+    for bi in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            qh, oh, lh = q[bi : bi + 1, h : h + 1], out[bi, h], lse[bi, h]
+            for ja in range(0, m, CORE_CHUNK):
+                jb = min(m, ja + CORE_CHUNK)
+                kc, vc = cores(bi, h, ja, jb)
+                for a, b in blocks:
+                    j0, jmax = int(J[a]), int(J[b - 1])
+                    if min(j0, jb) > ja:  # the chunk's cores that every row of the block sees
+                        n = min(j0, jb) - ja
+                        part = _part_forward(qh[:, :, a:b], kc[:, :, :n], vc[:, :, :n], None, scale)
+                        _merge(oh[a:b], lh[a:b], part[0][0, 0], part[1][0, 0])
+                    lo, hi = max(j0, ja), min(jmax, jb)
+                    if hi > lo:  # the staircase: the rows r .. b - 1 see some of lo .. hi - 1
+                        r = a + int((J[a:b] <= lo).sum())  # J is non-decreasing
+                        kv = kc[:, :, lo - ja : hi - ja], vc[:, :, lo - ja : hi - ja]
+                        mask = _stair(J, r, b, lo, hi, q.dtype)
+                        part = _part_forward(qh[:, :, r:b], *kv, mask, scale)
+                        _merge(oh[r:b], lh[r:b], part[0][0, 0], part[1][0, 0])
     return out, lse
 
 
@@ -376,7 +425,10 @@ class _Attend(torch.autograd.Function):
         scale: float,
         nq: int,
     ) -> Tensor:
-        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
+        def cores(b: int, h: int, ja: int, jb: int) -> tuple[Tensor, Tensor]:
+            return kc[b : b + 1, h : h + 1, ja:jb], vc[b : b + 1, h : h + 1, ja:jb]
+
+        out, lse = _attend_forward(q, k, v, cores, kc.shape[2], g, s, scale, nq)
         ctx.save_for_backward(q, k, v, kc, vc, out, lse)
         ctx.sizes = (g, s, scale, nq)
         return out
@@ -389,8 +441,9 @@ class _Attend(torch.autograd.Function):
 
 
 class _CCA(torch.autograd.Function):
-    """Pooling and attention in one function: the backward recomputes each block and writes
-    the pooling's gradients in place into those of the keys, values and queries, so that
+    """Pooling and attention in one function: the forward pools one chunk of cores at a time
+    and keeps none; the backward pools them again, recomputes each block and writes the
+    pooling's gradients in place into those of the keys, values and queries, so that
     training holds no more than the inputs, the output, their gradients and O(L / g) extra."""
 
     @staticmethod
@@ -405,18 +458,23 @@ class _CCA(torch.autograd.Function):
         pool: str,
         nq: int,
     ) -> Tensor:
-        w = _pool_weights(q, k, g, scale, pool)
-        kc, vc = _pool(k, w, g), _pool(v, w, g)
-        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
-        ctx.save_for_backward(q, k, v, kc, vc, w, out, lse)
+        def cores(b: int, h: int, ja: int, jb: int) -> tuple[Tensor, Tensor]:
+            span = (slice(b, b + 1), slice(h, h + 1), slice(ja * g, jb * g))
+            w = _pool_weights(q[span], k[span], g, scale, pool)
+            return _pool(k[span], w, g), _pool(v[span], w, g)
+
+        out, lse = _attend_forward(q, k, v, cores, q.shape[2] // g, g, s, scale, nq)
+        ctx.save_for_backward(q, k, v, out, lse)
         ctx.sizes = (g, s, scale, nq)
         ctx.pool = pool
         return out
 
     @staticmethod
     def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, kc, vc, w, out, lse = ctx.saved_tensors
+        q, k, v, out, lse = ctx.saved_tensors
         g, s, scale, nq = ctx.sizes
+        w = _pool_weights(q, k, g, scale, ctx.pool)  # recomputed: the forward kept no cores
+        kc, vc = _pool(k, w, g), _pool(v, w, g)
         dq, dk, dv, dkc, dvc = _attend_backward(dout, q, k, v, kc, vc, out, lse, g, s, scale, nq)
         m = kc.shape[2]
         if m:
@@ -451,7 +509,7 @@ def _pool_weights(q: Tensor, k: Tensor, g: int, scale: float, pool: str) -> Tens
         return kg.new_full(kg.shape[:4], 1.0 / g)
     if pool != "attention":
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
-    logits = (kg @ _last_queries(q, g).unsqueeze(-1)).squeeze(-1)
+    logits = torch.einsum("bhmgd,bhmd->bhmg", kg, _last_queries(q, g))
     return torch.softmax(logits * scale, dim=-1)
 
 
