@@ -76,22 +76,26 @@ def test_the_plain_pytorch_fallback_equals_the_dense_reference(L, g, s, pool, bl
     chunk=st.sampled_from([1, 2, 3, 7]),
     block_size=st.sampled_from([None, 1, 5, 12]),
     fused=st.booleans(),
+    low_memory=st.booleans(),
 )
 def test_the_forward_over_chunks_of_core_tokens_equals_the_dense_reference(
-    L, g, s, chunk, block_size, fused
+    L, g, s, chunk, block_size, fused, low_memory
 ):
     """The forward keeps one chunk of cores alive at a time and merges by log-sum-exp: with
     chunks of 1 to 7 cores (many chunks, the last one partial, staircases across chunk
-    boundaries), both kernels, with the cores pooled inside or given from outside."""
+    boundaries), both kernels, with the cores pooled inside or given from outside; and
+    with ``low_memory=False`` (all heads, all cores at once)."""
     from icml25.cca_attention import attention
 
     q, k, v = _qkv(L)
     old = attention.CORE_CHUNK, attention.FORCE_PYTORCH
     attention.CORE_CHUNK, attention.FORCE_PYTORCH = chunk, not fused
     try:
-        fast = cca_attention(q, k, v, group_size=g, window=s, block_size=block_size)
+        fast = cca_attention(
+            q, k, v, group_size=g, window=s, block_size=block_size, low_memory=low_memory
+        )
         cores = attention.core_tokens(q, k, v, g, 0.3, "attention")
-        given_cores = attention.attend(q, k, v, cores, g, s, 0.3, block_size)
+        given_cores = attention.attend(q, k, v, cores, g, s, 0.3, block_size, low_memory)
     finally:
         attention.CORE_CHUNK, attention.FORCE_PYTORCH = old
     ref = dense_cca_attention(q, k, v, group_size=g, window=s)
@@ -183,6 +187,8 @@ def test_bad_input_is_refused():
         )
     with pytest.raises(ValueError, match="pool must be"):
         cca_attention(q, k, v, group_size=2, window=2, pool="max")
+    with pytest.raises(TypeError, match="low_memory must be a bool"):
+        cca_attention(q, k, v, group_size=2, window=2, low_memory="yes")
 
 
 def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():
