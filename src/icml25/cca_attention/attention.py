@@ -102,6 +102,16 @@ def visible_groups(length: int, group_size: int, window: int) -> Tensor:
     return torch.clamp(torch.div(t + 1 - window, group_size, rounding_mode="floor"), min=0)
 
 
+def _visible(a: int, b: int, g: int, s: int) -> Tensor:
+    """``J(t)`` for ``t = a .. b - 1`` (no array over all positions is kept)."""
+    return torch.clamp(torch.div(torch.arange(a, b) + 1 - s, g, rounding_mode="floor"), min=0)
+
+
+def _j(t: int, g: int, s: int) -> int:
+    """``J(t)`` of one position."""
+    return max(0, (t + 1 - s) // g)
+
+
 def core_tokens(
     q: Tensor, k: Tensor, v: Tensor, group_size: int, scale: float, pool: str = "attention"
 ) -> tuple[Tensor, Tensor]:
@@ -188,20 +198,20 @@ def _raw_blocks(L: int, g: int, s: int, nr: int, dtype: torch.dtype) -> Iterator
     ``k0 .. b - 1``, each with its additive mask (0 or -inf) and the rows that see no raw key
     (only with ``s = 0``). Once every row of a full block sees a core token, the pattern
     repeats from block to block and is built once."""
-    J = visible_groups(L, g, s)
     steady: tuple[Tensor, Tensor | None] | None = None
     for a in range(0, L, nr):
         b = min(L, a + nr)
-        k0 = g * int(J[a])
+        k0 = g * _j(a, g, s)
         if steady is not None and b - a == nr:
             yield _RawBlock(a, b, k0, *steady)
             continue
         rows, cols = torch.arange(a, b)[:, None], torch.arange(k0, b)[None, :]
         mask = torch.zeros(b - a, b - k0, dtype=dtype)
-        mask.masked_fill_((cols > rows) | (cols < g * J[a:b, None]), float("-inf"))
-        empty = g * J[a:b] > torch.arange(a, b)
+        J = _visible(a, b, g, s)
+        mask.masked_fill_((cols > rows) | (cols < g * J[:, None]), float("-inf"))
+        empty = g * J > torch.arange(a, b)
         block = (mask, empty if bool(empty.any()) else None)
-        if int(J[a]) >= 1 and b - a == nr:
+        if k0 >= g and b - a == nr:
             steady = block
         yield _RawBlock(a, b, k0, *block)
 
@@ -323,10 +333,10 @@ def _raw_forward(
     return out, lse
 
 
-def _stair(J: Tensor, r: int, b: int, lo: int, hi: int, dtype: torch.dtype) -> Tensor:
+def _stair(r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype) -> Tensor:
     """Additive mask (0 or -inf) of the rows ``r .. b - 1`` over the cores ``lo .. hi - 1``:
     row ``t`` sees core ``j`` iff ``j < J(t)``."""
-    hidden = torch.arange(lo, hi)[None, :] >= J[r:b, None]
+    hidden = torch.arange(lo, hi)[None, :] >= _visible(r, b, g, s)[:, None]
     return torch.zeros(b - r, hi - lo, dtype=dtype).masked_fill_(hidden, -math.inf)
 
 
@@ -353,11 +363,10 @@ def _attend_forward(
     time; else it is all heads' cores at once (fewer, larger calls)."""
     B, H, L = q.shape[:3]
     out, lse = _raw_forward(q, k, v, g, s, scale, g * -(-min(nq, RAW_BLOCK) // g))
-    J = visible_groups(L, g, s)
     # Query blocks of nq rows (a multiple of g) from the first row that sees a core token:
     # every row of a block sees the cores 0 .. J(a) - 1, and some see up to J(b - 1) - 1.
     blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
-    blocks_j = [(a, b, int(J[a]), int(J[b - 1])) for a, b in blocks]  # with J(a), J(b - 1)
+    blocks_j = [(a, b, _j(a, g, s), _j(b - 1, g, s)) for a, b in blocks]  # with J(a), J(b - 1)
     if low_memory:
         units = [(slice(i, i + 1), slice(h, h + 1)) for i in range(B) for h in range(H)]
         chunk = CORE_CHUNK
@@ -379,7 +388,7 @@ def _attend_forward(
                 if hi > lo:  # the staircase: the rows r .. b - 1 see some of lo .. hi - 1
                     r = max(a, g * (lo + 1) + s - 1)  # J(t) > lo from t = r on
                     kv = kc[:, :, lo - ja : hi - ja], vc[:, :, lo - ja : hi - ja]
-                    mask = _stair(J, r, b, lo, hi, q.dtype)
+                    mask = _stair(r, b, lo, hi, g, s, q.dtype)
                     o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale)
                     _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
     return out, lse
