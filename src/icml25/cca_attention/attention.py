@@ -54,7 +54,8 @@ _FLASH_BACKWARD: Any = getattr(
 FORCE_PYTORCH = False  # True: the plain-PyTorch blocks even where the fused kernel exists
 DEFAULT_BLOCK = 512  # queries per block over the core tokens (rounded up to a multiple of g)
 RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also rounded)
-CORE_CHUNK = 256  # core tokens alive at a time in the forward (one head)
+CORE_CHUNK = 256  # core tokens alive at a time in the forward (per head)
+UNIT_BYTES = 256 * 1024  # low_memory: heads per call such that cores + an output block fit
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -358,17 +359,24 @@ def _attend_forward(
     """Output and per-row log-sum-exp, flash-style: every query first attends to its raw
     window; then, for one chunk of core tokens at a time (``cores(span)`` gives the keys and
     values of the cores in ``span``), the queries that see some of that chunk attend to it
-    and are merged in place by their log-sum-exps. With ``low_memory``, a chunk is one
-    head's ``CORE_CHUNK`` cores, so that only those and one block's buffers are alive at a
-    time; else it is all heads' cores at once (fewer, larger calls)."""
+    and are merged in place by their log-sum-exps. With ``low_memory``, a chunk is
+    ``CORE_CHUNK`` cores of as many heads as fit in ``UNIT_BYTES`` with one block's output
+    (one head at L >= 512, D = 64, float32; many for short sequences or small heads), so that
+    only those and one block's buffers are alive at a time; else it is all heads' cores at
+    once (fewer, larger calls)."""
     B, H, L = q.shape[:3]
     out, lse = _raw_forward(q, k, v, g, s, scale, g * -(-min(nq, RAW_BLOCK) // g))
     # Query blocks of nq rows (a multiple of g) from the first row that sees a core token:
     # every row of a block sees the cores 0 .. J(a) - 1, and some see up to J(b - 1) - 1.
     blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
     blocks_j = [(a, b, _j(a, g, s), _j(b - 1, g, s)) for a, b in blocks]  # with J(a), J(b - 1)
-    if low_memory:
-        units = [(slice(i, i + 1), slice(h, h + 1)) for i in range(B) for h in range(H)]
+    if low_memory:  # as many heads per call as fit in UNIT_BYTES (cores + one output block)
+        per_head = (2 * min(CORE_CHUNK, m) + min(nq, L)) * q.shape[3] * q.element_size()
+        n = max(1, UNIT_BYTES // per_head)
+        if n >= H:  # whole batch rows
+            units = [(slice(i, i + n // H), slice(None)) for i in range(0, B, n // H)]
+        else:
+            units = [(slice(i, i + 1), slice(h, h + n)) for i in range(B) for h in range(0, H, n)]
         chunk = CORE_CHUNK
     else:
         units, chunk = [(slice(None), slice(None))], max(m, 1)
