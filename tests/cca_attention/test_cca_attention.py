@@ -68,6 +68,48 @@ def test_the_plain_pytorch_fallback_equals_the_dense_reference(L, g, s, pool, bl
     torch.testing.assert_close(fast, ref, atol=1e-10, rtol=1e-10)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    L=st.integers(1, 90),
+    g=st.integers(1, 6),
+    s=st.integers(0, 20),
+    chunk=st.sampled_from([1, 2, 3, 7]),
+    block_size=st.sampled_from([None, 1, 5, 12]),
+    fused=st.booleans(),
+    low_memory=st.booleans(),
+    unit_bytes=st.sampled_from([1, 8000, 10**9]),
+)
+def test_the_forward_over_chunks_of_core_tokens_equals_the_dense_reference(
+    L, g, s, chunk, block_size, fused, low_memory, unit_bytes
+):
+    """The forward keeps one chunk of cores alive at a time and merges by log-sum-exp: with
+    chunks of 1 to 7 cores (many chunks, the last one partial, staircases across chunk
+    boundaries), both kernels, with the cores pooled inside or given from outside, one head,
+    some heads (3 heads in groups of 2 and 1) or whole batch rows per call; and with
+    ``low_memory=False`` (all heads, all cores at once)."""
+    from icml25.cca_attention import attention
+
+    q, k, v = _qkv(L, heads=3)
+    old = attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES
+    attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES = (
+        chunk,
+        not fused,
+        unit_bytes,
+    )
+    try:
+        fast = cca_attention(
+            q, k, v, group_size=g, window=s, block_size=block_size, low_memory=low_memory
+        )
+        cores = attention.core_tokens(q, k, v, g, 0.3, "attention")
+        given_cores = attention.attend(q, k, v, cores, g, s, 0.3, block_size, low_memory)
+    finally:
+        attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES = old
+    ref = dense_cca_attention(q, k, v, group_size=g, window=s)
+    torch.testing.assert_close(fast, ref, atol=1e-10, rtol=1e-10)
+    ref = dense_cca_attention(q, k, v, group_size=g, window=s, scale=0.3)
+    torch.testing.assert_close(given_cores, ref, atol=1e-10, rtol=1e-10)
+
+
 @pytest.mark.parametrize(("L", "g", "s", "block"), [(1100, 16, 256, None), (700, 16, 32, 100)])
 def test_float32_at_speed_settings_matches_the_reference_to_1e_6(kernel, L, g, s, block):
     q, k, v = (x.float() for x in _qkv(L, heads=2, d=64, seed=3))
@@ -80,8 +122,12 @@ def test_float32_at_speed_settings_matches_the_reference_to_1e_6(kernel, L, g, s
     ("L", "g", "s", "pool", "block"),
     [(23, 3, 4, "attention", 6), (19, 4, 0, "attention", 1), (17, 2, 5, "mean", None)],
 )
-def test_gradients_pass_gradcheck_in_float64(kernel, L, g, s, pool, block):
+def test_gradients_pass_gradcheck_in_float64(kernel, L, g, s, pool, block, monkeypatch):
+    from icml25.cca_attention import attention
     from icml25.cca_attention.attention import attend, core_tokens
+
+    monkeypatch.setattr(attention, "CORE_CHUNK", 2)  # the forward over several chunks
+    monkeypatch.setattr(attention, "UNIT_BYTES", 1)  # one head per call
 
     q, k, v = (x[:1, :, :, :4].clone().requires_grad_(True) for x in _qkv(L, heads=2))
 
@@ -148,6 +194,8 @@ def test_bad_input_is_refused():
         )
     with pytest.raises(ValueError, match="pool must be"):
         cca_attention(q, k, v, group_size=2, window=2, pool="max")
+    with pytest.raises(TypeError, match="low_memory must be a bool"):
+        cca_attention(q, k, v, group_size=2, window=2, low_memory="yes")
 
 
 def test_hf_drop_in_matches_full_attention_and_decodes_with_a_cache():

@@ -19,14 +19,18 @@ For a causal sequence of length ``L``, group size ``g`` and local window ``s`` (
 :func:`cca_attention` takes ``(B, H, L, D)`` tensors like
 ``torch.nn.functional.scaled_dot_product_attention`` (causal self-attention; keys and
 values may have fewer heads, GQA). It runs PyTorch's fused CPU attention kernel (the one
-behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies: blocks of 64
-queries over their contiguous slice of raw keys, and blocks of 512 queries over the core
-tokens that all of them see (no mask) and over the few that only some see (a small
-staircase mask). The parts are merged by their log-sum-exps into one softmax. The backward
-is flash-style: it keeps the output and the log-sum-exp per row and recomputes each block;
-the pooling's gradients are written in place. Time is O(L (L/g + s + g)); extra memory is
-the core tokens (2/g of the output) and O(block (s + g)) buffers, not O(L^2). Where the
-fused kernel is missing (or off the CPU), the same blocks run in plain PyTorch.
+behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies, flash-style:
+first every query attends to its raw window (blocks of 64 queries over their contiguous
+slice of raw keys, with a mask), which fills the output and one log-sum-exp per row; then,
+one head and one chunk of 256 core tokens at a time (pooled from that chunk's groups only),
+blocks of 512 queries attend to the cores of the chunk that all of them see (no mask) and
+to the few that only some see (a small staircase mask), and each part is merged into the
+output in place by its log-sum-exp. The backward keeps the output and the log-sum-exp per
+row, pools the core tokens again and recomputes each block; the pooling's gradients are
+written in place. Time is O(L (L/g + s + g)); beyond the output and its log-sum-exps
+(which SDPA also holds), the forward holds one head's chunk of cores and one block's
+buffers, O(chunk + block (s + g)), not O(L^2) nor O(L / g). Where the fused kernel is
+missing (or off the CPU), the same blocks run in plain PyTorch.
 :func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
 exists for tests.
 """
@@ -34,7 +38,7 @@ exists for tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -50,6 +54,8 @@ _FLASH_BACKWARD: Any = getattr(
 FORCE_PYTORCH = False  # True: the plain-PyTorch blocks even where the fused kernel exists
 DEFAULT_BLOCK = 512  # queries per block over the core tokens (rounded up to a multiple of g)
 RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also rounded)
+CORE_CHUNK = 256  # core tokens alive at a time in the forward (per head)
+UNIT_BYTES = 256 * 1024  # low_memory: heads per call such that cores + an output block fit
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -97,6 +103,16 @@ def visible_groups(length: int, group_size: int, window: int) -> Tensor:
     return torch.clamp(torch.div(t + 1 - window, group_size, rounding_mode="floor"), min=0)
 
 
+def _visible(a: int, b: int, g: int, s: int) -> Tensor:
+    """``J(t)`` for ``t = a .. b - 1`` (no array over all positions is kept)."""
+    return torch.clamp(torch.div(torch.arange(a, b) + 1 - s, g, rounding_mode="floor"), min=0)
+
+
+def _j(t: int, g: int, s: int) -> int:
+    """``J(t)`` of one position."""
+    return max(0, (t + 1 - s) // g)
+
+
 def core_tokens(
     q: Tensor, k: Tensor, v: Tensor, group_size: int, scale: float, pool: str = "attention"
 ) -> tuple[Tensor, Tensor]:
@@ -119,21 +135,27 @@ def cca_attention(
     scale: float | None = None,
     pool: str = "attention",
     block_size: int | None = None,
+    low_memory: bool = True,
 ) -> Tensor:
     """Causal CCA attention, ``(B, H, L, D)`` in and out (see the module docstring).
 
     Queries run in blocks of ``block_size`` (default 512, rounded up to a multiple of ``g``)
     over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
     from the block's first window start to its last query; additive masks apply the exact
-    rules and the parts share one softmax (merged by log-sum-exp). Differentiable, with a
-    recomputing backward."""
+    rules and the parts share one softmax (merged by log-sum-exp). With ``low_memory`` (the
+    default) the forward pools and attends to one head's ``CORE_CHUNK`` core tokens at a
+    time and holds no more than SDPA does; ``low_memory=False`` pools all cores at once and
+    runs all heads in each call (~20% faster at 16K-32K, ~1/g of the output more memory).
+    Same result either way. Differentiable, with a recomputing backward."""
     _check(query, key, value, group_size, window)
+    if not isinstance(low_memory, bool):
+        raise TypeError(f"low_memory must be a bool, got {type(low_memory).__name__}")
     key, value = expand_kv(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else scale
     if pool not in ("attention", "mean"):
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
     nq = _block_rows(group_size, window, block_size)
-    out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq)
+    out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory)
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -147,14 +169,15 @@ def attend(
     s: int,
     scale: float,
     block_size: int | None = None,
+    low_memory: bool = True,
 ) -> Tensor:
     """The blocked kernel of :func:`cca_attention`, given the core tokens (from
     :func:`core_tokens`) and keys and values with the query's head count: for a caller that
     keeps the core tokens (the Hugging Face drop-in's prefill). Gradients flow to the core
-    tokens too. Inputs are not checked."""
+    tokens too. ``low_memory`` as in :func:`cca_attention`. Inputs are not checked."""
     kc, vc = cores
     nq = _block_rows(g, s, block_size)
-    out = _Attend.apply(query, key, value, kc, vc, g, s, scale, nq)
+    out = _Attend.apply(query, key, value, kc, vc, g, s, scale, nq, low_memory)
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -176,20 +199,20 @@ def _raw_blocks(L: int, g: int, s: int, nr: int, dtype: torch.dtype) -> Iterator
     ``k0 .. b - 1``, each with its additive mask (0 or -inf) and the rows that see no raw key
     (only with ``s = 0``). Once every row of a full block sees a core token, the pattern
     repeats from block to block and is built once."""
-    J = visible_groups(L, g, s)
     steady: tuple[Tensor, Tensor | None] | None = None
     for a in range(0, L, nr):
         b = min(L, a + nr)
-        k0 = g * int(J[a])
+        k0 = g * _j(a, g, s)
         if steady is not None and b - a == nr:
             yield _RawBlock(a, b, k0, *steady)
             continue
         rows, cols = torch.arange(a, b)[:, None], torch.arange(k0, b)[None, :]
         mask = torch.zeros(b - a, b - k0, dtype=dtype)
-        mask.masked_fill_((cols > rows) | (cols < g * J[a:b, None]), float("-inf"))
-        empty = g * J[a:b] > torch.arange(a, b)
+        J = _visible(a, b, g, s)
+        mask.masked_fill_((cols > rows) | (cols < g * J[:, None]), float("-inf"))
+        empty = g * J > torch.arange(a, b)
         block = (mask, empty if bool(empty.any()) else None)
-        if int(J[a]) >= 1 and b - a == nr:
+        if k0 >= g and b - a == nr:
             steady = block
         yield _RawBlock(a, b, k0, *block)
 
@@ -239,10 +262,12 @@ class _CoreBlock(NamedTuple):
 
 
 def _merge(out: Tensor, lse: Tensor, o: Tensor, m: Tensor) -> None:
-    """Fold a part's output ``o`` and log-sum-exp ``m`` into ``out`` and ``lse`` (in place)."""
-    both = torch.logaddexp(lse, m)
-    out.mul_(torch.exp(lse - both)[..., None]).add_(o.mul_(torch.exp(m - both)[..., None]))
-    lse.copy_(both)
+    """Fold a part's output ``o`` and log-sum-exp ``m`` into ``out`` and ``lse`` (in place):
+    ``out = w out + (1 - w) o`` with ``w = exp(lse - logaddexp(lse, m)) = sigmoid(lse - m)``.
+    ``m`` is finite; where ``lse`` is ``-inf`` (no key yet) ``out`` becomes ``o``."""
+    w = torch.sigmoid(lse - m)[..., None]
+    torch.lerp(o, out, w, out=out)
+    torch.logaddexp(lse, m, out=lse)
 
 
 def _part_forward(
@@ -289,13 +314,12 @@ def _part_backward(
     return ds @ k, ds.transpose(-1, -2) @ q, dv
 
 
-def _attend_forward(
-    q: Tensor, k: Tensor, v: Tensor, kc: Tensor, vc: Tensor, g: int, s: int, scale: float, nq: int
+def _raw_forward(
+    q: Tensor, k: Tensor, v: Tensor, g: int, s: int, scale: float, nr: int
 ) -> tuple[Tensor, Tensor]:
-    """Output and per-row log-sum-exp. Each block attends to its visible core tokens and to
-    its raw slice in two fused calls (views, no copies), merged by their log-sum-exps."""
+    """Every query over its raw window alone: the output buffer and one log-sum-exp per row
+    (``-inf`` where a row sees no raw key, only with ``s = 0``)."""
     L = q.shape[2]
-    nr = g * -(-min(nq, RAW_BLOCK) // g)
     out = torch.empty_like(q)
     lse = q.new_empty(q.shape[:3])
     for r in _raw_blocks(L, g, s, nr, q.dtype):
@@ -307,14 +331,74 @@ def _attend_forward(
             out[:, :, a:b] = 0.0
         if r.empty is not None:  # the fused kernel reports 0 there, not -inf
             lse[:, :, a:b][:, :, r.empty] = float("-inf")
-    for c in _core_blocks(L, g, s, nq, q.dtype):
-        c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
-        if j0:
-            o, m = _part_forward(q[:, :, c0:b], kc[:, :, :j0], vc[:, :, :j0], None, scale)
-            _merge(out[:, :, c0:b], lse[:, :, c0:b], o, m)
-        if c.stair is not None:
-            o, m = _part_forward(q[:, :, r0:b], kc[:, :, j0:j1], vc[:, :, j0:j1], c.stair, scale)
-            _merge(out[:, :, r0:b], lse[:, :, r0:b], o, m)
+    return out, lse
+
+
+def _stair(r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype) -> Tensor:
+    """Additive mask (0 or -inf) of the rows ``r .. b - 1`` over the cores ``lo .. hi - 1``:
+    row ``t`` sees core ``j`` iff ``j < J(t)``."""
+    hidden = torch.arange(lo, hi)[None, :] >= _visible(r, b, g, s)[:, None]
+    return torch.zeros(b - r, hi - lo, dtype=dtype).masked_fill_(hidden, -math.inf)
+
+
+Span = tuple[slice, slice, slice]  # batch, heads, positions (of keys or of core tokens)
+
+
+def _attend_forward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cores: Callable[[Span], tuple[Tensor, Tensor]],
+    m: int,
+    g: int,
+    s: int,
+    scale: float,
+    nq: int,
+    low_memory: bool,
+) -> tuple[Tensor, Tensor]:
+    """Output and per-row log-sum-exp, flash-style: every query first attends to its raw
+    window; then, for one chunk of core tokens at a time (``cores(span)`` gives the keys and
+    values of the cores in ``span``), the queries that see some of that chunk attend to it
+    and are merged in place by their log-sum-exps. With ``low_memory``, a chunk is
+    ``CORE_CHUNK`` cores of as many heads as fit in ``UNIT_BYTES`` with one block's output
+    (one head at L >= 512, D = 64, float32; many for short sequences or small heads), so that
+    only those and one block's buffers are alive at a time; else it is all heads' cores at
+    once (fewer, larger calls)."""
+    B, H, L = q.shape[:3]
+    out, lse = _raw_forward(q, k, v, g, s, scale, g * -(-min(nq, RAW_BLOCK) // g))
+    # Query blocks of nq rows (a multiple of g) from the first row that sees a core token:
+    # every row of a block sees the cores 0 .. J(a) - 1, and some see up to J(b - 1) - 1.
+    blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
+    blocks_j = [(a, b, _j(a, g, s), _j(b - 1, g, s)) for a, b in blocks]  # with J(a), J(b - 1)
+    if low_memory:  # as many heads per call as fit in UNIT_BYTES (cores + one output block)
+        per_head = (2 * min(CORE_CHUNK, m) + min(nq, L)) * q.shape[3] * q.element_size()
+        n = max(1, UNIT_BYTES // per_head)
+        if n >= H:  # whole batch rows
+            units = [(slice(i, i + n // H), slice(None)) for i in range(0, B, n // H)]
+        else:
+            units = [(slice(i, i + 1), slice(h, h + n)) for i in range(B) for h in range(0, H, n)]
+        chunk = CORE_CHUNK
+    else:
+        units, chunk = [(slice(None), slice(None))], max(m, 1)
+    for bs, hs in units:
+        qh, oh, lh = q[bs, hs], out[bs, hs], lse[bs, hs]
+        for ja in range(0, m, chunk):
+            jb = min(m, ja + chunk)
+            kc, vc = cores((bs, hs, slice(ja, jb)))
+            for a, b, j0, jmax in blocks_j:
+                if jmax <= ja:  # no row of the block sees this chunk
+                    continue
+                n = min(j0, jb) - ja
+                if n > 0:  # the chunk's cores that every row of the block sees
+                    o, m_ = _part_forward(qh[:, :, a:b], kc[:, :, :n], vc[:, :, :n], None, scale)
+                    _merge(oh[:, :, a:b], lh[:, :, a:b], o, m_)
+                lo, hi = max(j0, ja), min(jmax, jb)
+                if hi > lo:  # the staircase: the rows r .. b - 1 see some of lo .. hi - 1
+                    r = max(a, g * (lo + 1) + s - 1)  # J(t) > lo from t = r on
+                    kv = kc[:, :, lo - ja : hi - ja], vc[:, :, lo - ja : hi - ja]
+                    mask = _stair(r, b, lo, hi, g, s, q.dtype)
+                    o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale)
+                    _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
     return out, lse
 
 
@@ -375,8 +459,12 @@ class _Attend(torch.autograd.Function):
         s: int,
         scale: float,
         nq: int,
+        low_memory: bool,
     ) -> Tensor:
-        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
+        def cores(span: Span) -> tuple[Tensor, Tensor]:
+            return kc[span], vc[span]
+
+        out, lse = _attend_forward(q, k, v, cores, kc.shape[2], g, s, scale, nq, low_memory)
         ctx.save_for_backward(q, k, v, kc, vc, out, lse)
         ctx.sizes = (g, s, scale, nq)
         return out
@@ -385,12 +473,13 @@ class _Attend(torch.autograd.Function):
     def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, kc, vc, out, lse = ctx.saved_tensors
         grads = _attend_backward(dout, q, k, v, kc, vc, out, lse, *ctx.sizes)
-        return (*grads, None, None, None, None)
+        return (*grads, None, None, None, None, None)
 
 
 class _CCA(torch.autograd.Function):
-    """Pooling and attention in one function: the backward recomputes each block and writes
-    the pooling's gradients in place into those of the keys, values and queries, so that
+    """Pooling and attention in one function: the forward pools one chunk of cores at a time
+    and keeps none; the backward pools them again, recomputes each block and writes the
+    pooling's gradients in place into those of the keys, values and queries, so that
     training holds no more than the inputs, the output, their gradients and O(L / g) extra."""
 
     @staticmethod
@@ -404,19 +493,26 @@ class _CCA(torch.autograd.Function):
         scale: float,
         pool: str,
         nq: int,
+        low_memory: bool,
     ) -> Tensor:
-        w = _pool_weights(q, k, g, scale, pool)
-        kc, vc = _pool(k, w, g), _pool(v, w, g)
-        out, lse = _attend_forward(q, k, v, kc, vc, g, s, scale, nq)
-        ctx.save_for_backward(q, k, v, kc, vc, w, out, lse)
+        def cores(span: Span) -> tuple[Tensor, Tensor]:  # pooled from the span's groups only
+            bs, hs, js = span
+            keys = (bs, hs, slice(js.start * g, js.stop * g))
+            w = _pool_weights(q[keys], k[keys], g, scale, pool)
+            return _pool(k[keys], w, g), _pool(v[keys], w, g)
+
+        out, lse = _attend_forward(q, k, v, cores, q.shape[2] // g, g, s, scale, nq, low_memory)
+        ctx.save_for_backward(q, k, v, out, lse)
         ctx.sizes = (g, s, scale, nq)
         ctx.pool = pool
         return out
 
     @staticmethod
     def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, kc, vc, w, out, lse = ctx.saved_tensors
+        q, k, v, out, lse = ctx.saved_tensors
         g, s, scale, nq = ctx.sizes
+        w = _pool_weights(q, k, g, scale, ctx.pool)  # recomputed: the forward kept no cores
+        kc, vc = _pool(k, w, g), _pool(v, w, g)
         dq, dk, dv, dkc, dvc = _attend_backward(dout, q, k, v, kc, vc, out, lse, g, s, scale, nq)
         m = kc.shape[2]
         if m:
@@ -430,7 +526,7 @@ class _CCA(torch.autograd.Function):
                 dlogit = w * (dw - (w * dw).sum(-1, keepdim=True)) * scale
                 dkg.addcmul_(dlogit.unsqueeze(-1), _last_queries(q, g).unsqueeze(-2))
                 _last_queries(dq, g).add_((dlogit.unsqueeze(-2) @ kg).squeeze(-2))
-        return dq, dk, dv, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None
 
 
 def _groups(x: Tensor, g: int) -> Tensor:
@@ -451,7 +547,7 @@ def _pool_weights(q: Tensor, k: Tensor, g: int, scale: float, pool: str) -> Tens
         return kg.new_full(kg.shape[:4], 1.0 / g)
     if pool != "attention":
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
-    logits = (kg @ _last_queries(q, g).unsqueeze(-1)).squeeze(-1)
+    logits = torch.einsum("bhmgd,bhmd->bhmg", kg, _last_queries(q, g))
     return torch.softmax(logits * scale, dim=-1)
 
 

@@ -270,8 +270,8 @@ def forward_cost_here(
     (``/proc/self/clear_refs``). Run it in a fresh process (:func:`forward_cost`) whose
     allocator hands every block of 64 KiB or more back to the system when it is freed
     (``MALLOC_MMAP_THRESHOLD_``), so that freed memory is not there to be reused unseen."""
-    if method not in ("sdpa", "cca"):
-        raise ValueError(f"method must be 'sdpa' or 'cca', got {method!r}")
+    if method not in ("sdpa", "cca", "cca-fast"):
+        raise ValueError(f"method must be 'sdpa', 'cca' or 'cca-fast', got {method!r}")
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, SPEED_HEADS, length, SPEED_DIM) for _ in range(3))
@@ -294,8 +294,11 @@ def forward_cost_here(
         with torch.set_grad_enabled(backward):
             if method == "sdpa":
                 out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                out = cca_attention(q, k, v, group_size=SPEED_G, window=SPEED_S)
+            else:  # cca-fast: all heads and all core tokens at once (low_memory=False)
+                low_memory = method == "cca"
+                out = cca_attention(
+                    q, k, v, group_size=SPEED_G, window=SPEED_S, low_memory=low_memory
+                )
             if grad is not None:
                 out.backward(grad)
         del out
