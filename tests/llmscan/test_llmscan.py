@@ -264,7 +264,7 @@ def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr):
     model.eval()
 
 
-@pytest.mark.parametrize("last_blocks", [2, 3])
+@pytest.mark.parametrize("last_blocks", [2, 3, 5])
 def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks):
     """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
     output, with logits at answer positions; the weights after a few steps must equal those

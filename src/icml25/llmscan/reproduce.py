@@ -267,7 +267,7 @@ def finetune(
     for p in model.parameters():
         p.requires_grad_(False)
     blocks = list(lm.blocks)
-    first = len(blocks) - last_blocks
+    first = max(0, len(blocks) - last_blocks)
     params = [p for b in blocks[first:] for p in b.parameters()]
     for p in params:
         p.requires_grad_(True)
@@ -495,9 +495,10 @@ class Budget:
 
 BUDGETS = {
     "tiny": Budget(6, 3, 3, 4, 4, 2, False, 1, 200, 200, 1, True),
-    # issue 34: quick scans 8 + 8 items and 4 + 4 backdoor prompts (was 12 + 12 and 8 + 8);
-    # its fine-tune is unchanged (the faster code gives the same model up to rounding)
-    "quick": Budget(60, 8, 8, 4, 4, 60, True, 1, 1000, 200, 2, False),
+    # issue 34: quick scans 8 + 12 items and 4 + 4 backdoor prompts (was 12 + 12 and 8 + 8;
+    # 12 test items keep the gate's 11/12 = 92% reachable, where 8 would demand 8/8); the
+    # fine-tune's configuration is unchanged (its faster code trains the same way)
+    "quick": Budget(60, 8, 12, 4, 4, 60, True, 1, 1000, 200, 2, False),
     "full": Budget(200, 100, 150, 40, 40, 150, True, 3, 2000, 200, 20, True),
 }
 
