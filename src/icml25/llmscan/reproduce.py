@@ -495,10 +495,10 @@ class Budget:
 
 BUDGETS = {
     "tiny": Budget(6, 3, 3, 4, 4, 2, False, 1, 200, 200, 1, True),
-    # issue 34: quick scans 8 + 12 items and 4 + 4 backdoor prompts (was 12 + 12 and 8 + 8;
-    # 12 test items keep the gate's 11/12 = 92% reachable, where 8 would demand 8/8); the
-    # fine-tune's configuration is unchanged (its faster code trains the same way)
-    "quick": Budget(60, 8, 12, 4, 4, 60, True, 1, 1000, 200, 2, False),
+    # issue 34 kept quick's sizes: a trial with 8 + 12 items and 4 + 4 backdoor prompts
+    # shifted the random draw of the fine-tuning data, and that alone took the gate from 92%
+    # to 50% (README); only the fine-tune's code is faster (the same model)
+    "quick": Budget(60, 12, 12, 8, 8, 60, True, 1, 1000, 200, 2, False),
     "full": Budget(200, 100, 150, 40, 40, 150, True, 3, 2000, 200, 20, True),
 }
 
