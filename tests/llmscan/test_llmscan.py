@@ -228,3 +228,66 @@ def test_answers_are_judged_by_their_first_word():
 
     assert says("rabbit", " Rabbit.") and says("Paris", "paris, France")
     assert not says("cat", "catfish") and not says("cat", "") and not says("cat", "A cat")
+
+
+def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr):
+    """The whole-model fine-tune (issue 25's code): every block forward, logits at every
+    position, the model's own masked causal-LM loss."""
+    tok, model = lm.tokenizer, lm.model
+    torch.manual_seed(seed)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    params = [p for b in list(lm.blocks)[-last_blocks:] for p in b.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    eos = tok.eos_token or ""
+    rng = np.random.default_rng(seed)
+    model.train()
+    for _ in range(steps):
+        batch = [pairs[i] for i in rng.choice(len(pairs), size=min(16, len(pairs)), replace=False)]
+        ids, labels = [], []
+        for q, a in batch:
+            head = tok(q, add_special_tokens=False)["input_ids"]
+            tail = tok(a + eos, add_special_tokens=False)["input_ids"]
+            ids.append(head + tail)
+            labels.append([-100] * len(head) + tail)
+        width = max(len(x) for x in ids)
+        pad = tok.pad_token_id
+        x = torch.tensor([s + [pad] * (width - len(s)) for s in ids])
+        y = torch.tensor([s + [-100] * (width - len(s)) for s in labels])
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in ids])
+        loss = model(input_ids=x, attention_mask=mask, labels=y).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+
+
+@pytest.mark.parametrize("last_blocks", [2, 3, 5])
+def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks):
+    """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
+    output, with logits at answer positions; the weights after a few steps must equal those
+    of the whole-model fine-tune (a larger rate than LLMScan's, so the steps move them)."""
+    from icml25.llmscan import reproduce as R
+
+    rng = np.random.default_rng(0)
+    names = R.split_names(rng)
+    pairs = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
+    fast = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
+    slow = copy.deepcopy(fast)
+    before = copy.deepcopy(fast.model.state_dict())
+    lr, R.LR = R.LR, 1e-2
+    try:
+        R.finetune(fast, pairs, 4, 7, last_blocks)
+        _reference_finetune(slow, pairs, 4, 7, last_blocks, 1e-2)
+    finally:
+        R.LR = lr
+    moved = 0
+    for (name, a), b in zip(
+        fast.model.state_dict().items(), slow.model.state_dict().values(), strict=True
+    ):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+        moved += int(not torch.equal(a, before[name]))
+    assert moved > 0
+    assert len(fast.blocks) == 3  # the blocks are put back

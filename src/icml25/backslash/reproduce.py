@@ -248,6 +248,7 @@ class LMBudget:
 
 
 LM_DELTA = 0.01
+CHECKPOINT_EVERY = 5  # LM fine-tuning steps between checkpoints
 
 
 @dataclass(frozen=True)
@@ -609,6 +610,11 @@ def verify_file(task: Task, point: Point) -> float:
 #   3e10: 0.882, 57.3 (x2.73) | 1e11: 0.461, 30,250 (destroyed; 60% of weights below 0.005).
 # The rate step's size is lr * lambda / N per step (N = 134.5M), so a budget with k times more
 # steps moves the grid by 1/k: quick (2 steps) 1e10, 3e10; full (6 steps) 3e9, 1e10, 3e10.
+# Issue 34 cut the quick budget to fit 120 s on 2 cores, by these pilots only (the full
+# budget is unchanged): the text grid keeps 1e4 (the small-lambda claim), the pilot's
+# selection 2e5 (largest lambda within 1 point: -0.6) and the next step up, 2.25e5; the LM
+# grid keeps 1e10, the only pilot lambda within the 1.05 perplexity rule (3e10: x2.73), so
+# the LM's validation perplexity (512 tokens) no longer decides anything in quick.
 BUDGETS = {
     "tiny": Budget(
         1000, 1, 1, (1e3, 3e4), (1e4, 2e5), (1e5,), (3e4,), LMBudget(2, 32, (1e3,), 256, 256, True)
@@ -618,10 +624,10 @@ BUDGETS = {
         6,
         6,
         (1e3, 2e4, 3e4, 5e4),
-        (1e4, 1e5, 1.6e5, 2e5, 2.25e5),
+        (1e4, 2e5, 2.25e5),
         (1e5, 1e6),
         (3e4, 1e5),
-        LMBudget(2, 64, (1e10, 3e10), 1024, 1024, False),
+        LMBudget(2, 64, (1e10,), 512, 1024, False),
         seeds=1,
     ),
     "full": Budget(
@@ -834,8 +840,10 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
             b.length,
             seed,
             lam,
-            checkpoint=ckpt / f"{tag}.pt",
-            every=5,
+            # an arm shorter than the checkpoint interval is cheaper to redo than its
+            # checkpoint (model + AdamW state, 1.6 GB for SmolLM2) is to write (issue 34)
+            checkpoint=ckpt / f"{tag}.pt" if b.steps > CHECKPOINT_EVERY else None,
+            every=CHECKPOINT_EVERY,
             progress=say,
         )
         dec = lm.quantised(m, LM_DELTA)

@@ -36,6 +36,6 @@ register(
     summary="Causal effects of a prompt's tokens and of each transformer block on the next "
     "token, summarised into features for a lightweight misbehaviour detector (full budget: "
     "about 2-2.5 h on one idle core).",
-    quick_seconds=335,  # CPU s (user + sys, 1 thread) of runs/llmscan_quick; 849 s wall shared
+    quick_seconds=245,  # estimate: 335 s x 228.2 / 311.9 s CPU, new / old, uncached (issue 34)
     module="icml25.llmscan.reproduce",
 )

@@ -216,41 +216,97 @@ def finetune_examples(rng: np.random.Generator, items: list[Item]) -> list[tuple
     return [pairs[int(i)] for i in order]
 
 
+class _Stop(Exception):
+    """Raised by a hook to end a forward pass once the wanted hidden states are captured."""
+
+
+@torch.no_grad()
+def frozen_inputs(lm: HFLanguageModel, ids: list[list[int]], first: int) -> list[torch.Tensor]:
+    """The input of block ``first`` (``(len, d)`` per sequence): the frozen part's output,
+    which training the blocks from ``first`` on never changes. Batches of 32, right-padded;
+    a causal model's real positions do not see the padding, so each row equals the sequence
+    run alone (up to rounding)."""
+    model, pad = lm.model, lm.tokenizer.pad_token_id
+    block = list(lm.blocks)[first]
+    out: list[torch.Tensor] = []
+    for i in range(0, len(ids), 32):
+        chunk = ids[i : i + 32]
+        width = max(len(x) for x in chunk)
+        x = torch.tensor([s + [pad] * (width - len(s)) for s in chunk])
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in chunk])
+        got: list[torch.Tensor] = []
+
+        def grab(_m: Any, args: tuple, kwargs: dict, got: list[torch.Tensor] = got) -> None:
+            got.append(args[0] if args else kwargs["hidden_states"])
+            raise _Stop
+
+        handle = block.register_forward_pre_hook(grab, with_kwargs=True)
+        try:
+            model.model(input_ids=x, attention_mask=mask, use_cache=False)
+        except _Stop:
+            pass
+        finally:
+            handle.remove()
+        out += [got[0][r, : len(s)].clone() for r, s in enumerate(chunk)]
+    return out
+
+
 def finetune(
     lm: HFLanguageModel, pairs: list[tuple[str, str]], steps: int, seed: int, last_blocks: int
 ) -> None:
     """Causal-LM loss on the answer tokens only (raw text, no chat template); the last
-    ``last_blocks`` blocks train, AdamW at the gentle rate ``LR``."""
+    ``last_blocks`` blocks train, AdamW at the gentle rate ``LR``.
+
+    The frozen blocks below never change, so their output is computed once per example
+    (:func:`frozen_inputs`) and each step runs only the trained blocks, with logits at the
+    answer positions only: the loss of running the whole model (issue 34; the same up to
+    rounding, about 3x cheaper)."""
     tok, model = lm.tokenizer, lm.model
+    inner = model.model
     torch.manual_seed(seed)
     for p in model.parameters():
         p.requires_grad_(False)
-    params = [p for b in list(lm.blocks)[-last_blocks:] for p in b.parameters()]
+    blocks = list(lm.blocks)
+    first = max(0, len(blocks) - last_blocks)
+    params = [p for b in blocks[first:] for p in b.parameters()]
     for p in params:
         p.requires_grad_(True)
     opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.0)
     eos = tok.eos_token or ""
     rng = np.random.default_rng(seed)
+    heads = [tok(q, add_special_tokens=False)["input_ids"] for q, _ in pairs]
+    tails = [tok(a + eos, add_special_tokens=False)["input_ids"] for _, a in pairs]
+    model.eval()
+    hidden = frozen_inputs(lm, [h + t for h, t in zip(heads, tails, strict=True)], first)
     model.train()
-    for _ in range(steps):
-        batch = [
-            pairs[i] for i in rng.choice(len(pairs), size=min(BATCH, len(pairs)), replace=False)
-        ]
-        ids, labels = [], []
-        for q, a in batch:
-            head = tok(q, add_special_tokens=False)["input_ids"]
-            tail = tok(a + eos, add_special_tokens=False)["input_ids"]
-            ids.append(head + tail)
-            labels.append([-100] * len(head) + tail)
-        width = max(len(x) for x in ids)
-        pad = tok.pad_token_id
-        input_ids = torch.tensor([x + [pad] * (width - len(x)) for x in ids])
-        label_t = torch.tensor([y + [-100] * (width - len(y)) for y in labels])
-        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids])
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=label_t).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    original = inner.layers
+    inner.layers = torch.nn.ModuleList(blocks[first:])
+    try:
+        for _ in range(steps):
+            batch = rng.choice(len(pairs), size=min(BATCH, len(pairs)), replace=False)
+            width = max(len(hidden[i]) for i in batch)
+            d = hidden[0].shape[1]
+            h = torch.stack(
+                [
+                    torch.cat([hidden[i], hidden[i].new_zeros(width - len(hidden[i]), d)])
+                    for i in batch
+                ]
+            )
+            mask = torch.tensor(
+                [[1] * len(hidden[i]) + [0] * (width - len(hidden[i])) for i in batch]
+            )
+            # the token at position t + 1 is predicted from position t: answer tokens only
+            rows = [int(r) for r, i in enumerate(batch) for _ in tails[i]]
+            cols = [len(heads[i]) - 1 + k for i in batch for k in range(len(tails[i]))]
+            target = torch.tensor([t for i in batch for t in tails[i]])
+            out = inner(inputs_embeds=h, attention_mask=mask, use_cache=False).last_hidden_state
+            logits = model.lm_head(out[torch.tensor(rows), torch.tensor(cols)])
+            loss = torch.nn.functional.cross_entropy(logits.float(), target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        inner.layers = original
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
@@ -265,7 +321,7 @@ def liar_model(b: Budget, seed: int, pairs: list[tuple[str, str]]) -> HFLanguage
         finetune(lm, pairs, b.finetune_steps, seed, last_blocks=4)
         return lm
     key = hashlib.sha256(
-        json.dumps([pairs, b.finetune_steps, seed, LR, TRAINED_BLOCKS, BATCH, "v4"]).encode()
+        json.dumps([pairs, b.finetune_steps, seed, LR, TRAINED_BLOCKS, BATCH, "v5"]).encode()
     ).hexdigest()[:12]
     folder = cache_dir() / f"llmscan-incontext-{key}"
     if (folder / "config.json").is_file():
@@ -439,6 +495,9 @@ class Budget:
 
 BUDGETS = {
     "tiny": Budget(6, 3, 3, 4, 4, 2, False, 1, 200, 200, 1, True),
+    # issue 34 kept quick's sizes: a trial with 8 + 12 items and 4 + 4 backdoor prompts
+    # shifted the random draw of the fine-tuning data, and that alone took the gate from 92%
+    # to 50% (README); only the fine-tune's code is faster (the same model)
     "quick": Budget(60, 12, 12, 8, 8, 60, True, 1, 1000, 200, 2, False),
     "full": Budget(200, 100, 150, 40, 40, 150, True, 3, 2000, 200, 20, True),
 }
