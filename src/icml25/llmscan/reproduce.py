@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from icml25.core.claims import Claim, Rule
 from icml25.core.llm import HFLanguageModel, cache_dir, load_causal_lm, tiny_llama
@@ -285,13 +286,7 @@ def finetune(
         for _ in range(steps):
             batch = rng.choice(len(pairs), size=min(BATCH, len(pairs)), replace=False)
             width = max(len(hidden[i]) for i in batch)
-            d = hidden[0].shape[1]
-            h = torch.stack(
-                [
-                    torch.cat([hidden[i], hidden[i].new_zeros(width - len(hidden[i]), d)])
-                    for i in batch
-                ]
-            )
+            h = pad_sequence([hidden[i] for i in batch], batch_first=True)  # zeros after
             mask = torch.tensor(
                 [[1] * len(hidden[i]) + [0] * (width - len(hidden[i])) for i in batch]
             )
