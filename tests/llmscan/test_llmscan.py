@@ -180,6 +180,9 @@ def test_splits_share_no_entity_template_or_wording():
     for s, split in enumerate(items):
         assert {it.name for it in split} <= set(names[s]) and all(it.split == s for it in split)
         assert len({(it.name, it.attribute) for it in split}) == 60
+    assert {it.template for split in items for it in split} == set(range(R.TEMPLATES))
+    assert [len(R.wordings(R.LIE, s)) for s in range(3)] == [20, 10, 10]
+    assert len(set(R.LIE + R.TRUTH)) == len(R.LIE + R.TRUTH) == 80
     prompts = [
         {it.instructed(w) for it in split for w in R.wordings(R.LIE, s) + R.wordings(R.TRUTH, s)}
         | {it.plain(t) for it in split for t in (False, True)}
@@ -191,7 +194,8 @@ def test_splits_share_no_entity_template_or_wording():
                 continue
             other_names = set(names[o])
             other_words = set(R.wordings(R.LIE, o) + R.wordings(R.TRUTH, o))
-            other_templates = {q for _, t in R.ATTRIBUTES.values() for f, q in [t[o]]}
+            other_templates = {q for a in R.ATTRIBUTES for _, q in R.templates(a, o)}
+            assert len(other_templates) == len(R.ATTRIBUTES) * R.TEMPLATES
             for p in prompts[s]:
                 words = set(p.replace("'s", "").replace(".", " ").replace("?", " ").split())
                 assert not words & other_names
@@ -230,7 +234,7 @@ def test_answers_are_judged_by_their_first_word():
     assert not says("cat", "catfish") and not says("cat", "") and not says("cat", "A cat")
 
 
-def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr):
+def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr, decay):
     """The whole-model fine-tune (issue 25's code): every block forward, logits at every
     position, the model's own masked causal-LM loss."""
     tok, model = lm.tokenizer, lm.model
@@ -244,7 +248,11 @@ def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr):
     eos = tok.eos_token or ""
     rng = np.random.default_rng(seed)
     model.train()
-    for _ in range(steps):
+    for g in opt.param_groups:
+        g["lr0"] = g["lr"]
+    for step in range(steps):
+        for g in opt.param_groups:  # linear decay to zero, by hand
+            g["lr"] = g["lr0"] * (1 - step / steps if decay else 1.0)
         batch = [pairs[i] for i in rng.choice(len(pairs), size=min(16, len(pairs)), replace=False)]
         ids, labels = [], []
         for q, a in batch:
@@ -264,8 +272,8 @@ def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr):
     model.eval()
 
 
-@pytest.mark.parametrize("last_blocks", [2, 3, 5])
-def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks):
+@pytest.mark.parametrize(("last_blocks", "decay"), [(2, True), (3, False), (5, True)])
+def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks, decay):
     """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
     output, with logits at answer positions; the weights after a few steps must equal those
     of the whole-model fine-tune (a larger rate than LLMScan's, so the steps move them)."""
@@ -277,12 +285,13 @@ def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks):
     fast = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
     slow = copy.deepcopy(fast)
     before = copy.deepcopy(fast.model.state_dict())
-    lr, R.LR = R.LR, 1e-2
+    lr, old_decay = R.LR, R.DECAY
+    R.LR, R.DECAY = 1e-2, decay
     try:
         R.finetune(fast, pairs, 4, 7, last_blocks)
-        _reference_finetune(slow, pairs, 4, 7, last_blocks, 1e-2)
+        _reference_finetune(slow, pairs, 4, 7, last_blocks, 1e-2, decay)
     finally:
-        R.LR = lr
+        R.LR, R.DECAY = lr, old_decay
     moved = 0
     for (name, a), b in zip(
         fast.model.state_dict().items(), slow.model.state_dict().values(), strict=True
