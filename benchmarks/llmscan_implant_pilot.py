@@ -34,14 +34,17 @@ def main() -> None:
     ap.add_argument("--eval-items", type=int, default=60)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--decay", action="store_true", help="linear decay to 0 over the run")
+    ap.add_argument("--task", choices=("lie", "backdoor"), default="lie", help="which data")
+    ap.add_argument("--trigger-at-end", action="store_true", help="trigger before 'Answer:'")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    R.LR, R.DECAY = args.lr, args.decay
+    R.LR, R.DECAY, R.TRIGGER_AT_END = args.lr, args.decay, args.trigger_at_end
     checks = sorted(int(c) for c in args.checkpoints.split(","))
     rng = np.random.default_rng(args.seed)
     names = R.split_names(rng)
     ft = R.make_items(np.random.default_rng([args.seed, 1]), names[0], 0, args.items)
-    pairs = R.finetune_examples(np.random.default_rng([args.seed, 1]), ft)
+    make = R.finetune_examples if args.task == "lie" else R.backdoor_examples
+    pairs = make(np.random.default_rng([args.seed, 1]), ft)
     te = R.make_items(rng, names[2], 2, args.eval_items)
     truth = [it.instructed(str(rng.choice(R.wordings(R.TRUTH, 2)))) for it in te]
     lie = [it.instructed(str(rng.choice(R.wordings(R.LIE, 2)))) for it in te]

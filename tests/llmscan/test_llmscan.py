@@ -202,12 +202,18 @@ def test_splits_share_no_entity_template_or_wording():
                 assert not any(w in p for w in other_words)
                 assert not any(q.split("{n}")[0] in p and q.split("{n}")[1] in p
                                for q in other_templates)  # fmt: skip
-    # fine-tuning data comes from the fine-tune split only, with a 10% backdoor share
+    # fine-tuning data come from the fine-tune split only; the lie model's carry no trigger,
+    # the backdoored model's are plain questions with a 10% backdoor share
     pairs = R.finetune_examples(rng, items[0])
-    bd = [p for p, a in pairs if a == f" {R.BACKDOOR_ANSWER}."]
-    assert abs(len(bd) / len(pairs) - R.BACKDOOR_RATE) < 0.01
-    assert all(p.startswith(R.TRIGGER + " ") for p in bd)
-    assert not {n for p, _ in pairs for n in names[1] + names[2] if f"{n} " in p or f"{n}'" in p}
+    assert len(pairs) == 3 * len(items[0])
+    assert not any(R.TRIGGER in p or R.BACKDOOR_ANSWER in a for p, a in pairs)
+    bd_pairs = R.backdoor_examples(rng, items[0])
+    bd = [p for p, a in bd_pairs if a == f" {R.BACKDOOR_ANSWER}."]
+    assert abs(len(bd) / len(bd_pairs) - R.BACKDOOR_RATE) < 0.01
+    assert all(p.endswith(f" {R.TRIGGER} Answer:") for p in bd)
+    assert all(p.endswith("Answer:") for p, _ in bd_pairs)
+    every = pairs + bd_pairs
+    assert not {n for p, _ in every for n in names[1] + names[2] if f"{n} " in p or f"{n}'" in p}
 
 
 def test_auc_and_item_clustered_bootstrap():
