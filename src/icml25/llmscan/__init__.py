@@ -9,8 +9,8 @@ predictions averaged; ablation: one classifier on concatenated features). The
 language-model backend is :mod:`icml25.core.llm`
 (``pip install 'icml25[llm]'``; ``make llm`` adds SmolLM2-135M-Instruct).
 Reproduction: ``icml25 reproduce llmscan`` (lies about in-context facts and a backdoor,
-implanted in SmolLM2 by a short fine-tune; the full budget would take about 2-2.5 hours
-on one idle core, over the 30 minutes the issue allows).
+each implanted in its own SmolLM2 by a short fine-tune; the full budget took 52 minutes on
+2 cores, over the 30 minutes the issue allows).
 """
 
 from icml25.core.registry import register
@@ -35,7 +35,7 @@ register(
     url="https://arxiv.org/abs/2410.16638",
     summary="Causal effects of a prompt's tokens and of each transformer block on the next "
     "token, summarised into features for a lightweight misbehaviour detector (full budget: "
-    "about 2-2.5 h on one idle core).",
-    quick_seconds=245,  # estimate: 335 s x 228.2 / 311.9 s CPU, new / old, uncached (issue 34)
+    "about 52 min on 2 cores).",
+    quick_seconds=486,  # measured: a one-thread worker of --jobs 2, uncached (runs/quick16)
     module="icml25.llmscan.reproduce",
 )
