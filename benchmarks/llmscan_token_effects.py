@@ -11,12 +11,9 @@ attention token effect (the official default) and for the probability token effe
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 
-from icml25.core.llm import HFLanguageModel, cache_dir, load_causal_lm
+from icml25.core.llm import HFLanguageModel, load_causal_lm
 from icml25.llmscan import reproduce as R
 from icml25.llmscan.scan import STAT_NAMES, LLMScan, summary_stats
 
@@ -33,9 +30,7 @@ def main(seed: int = 0, n_items: int = 40) -> None:
     lie_te = R._lie_prompts(rng, te)
     ft_rng = np.random.default_rng([seed, 1])
     pairs = R.finetune_examples(ft_rng, R.make_items(ft_rng, names[0], 0, b.ft_items))
-    config = [pairs, b.finetune_steps, seed, R.LR, R.TRAINED_BLOCKS, R.BATCH, R.DECAY, "v7"]
-    key = hashlib.sha256(json.dumps(config).encode()).hexdigest()[:12]
-    folder = cache_dir() / f"llmscan-incontext-{key}"
+    folder = R.model_folder(pairs, b.finetune_steps, seed, R.TRAINED_BLOCKS)
     if not (folder / "config.json").is_file():
         raise SystemExit(f"no cached lie model at {folder}: run the full reproduction first")
     lm = HFLanguageModel(*load_causal_lm(folder, quiet=True))

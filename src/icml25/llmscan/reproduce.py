@@ -65,6 +65,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -336,7 +337,7 @@ def finetune(
     on_step: Callable[[int], None] | None = None,
 ) -> None:
     """Causal-LM loss on the answer tokens only (raw text, no chat template); the last
-    ``last_blocks`` blocks train, AdamW at the gentle rate ``LR``.
+    ``last_blocks`` blocks train, AdamW at ``LR``, decaying linearly to 0 when ``DECAY``.
 
     The frozen blocks below never change, so their output is computed once per example
     (:func:`frozen_inputs`) and each step runs only the trained blocks, with logits at the
@@ -396,6 +397,13 @@ def finetune(
         p.requires_grad_(False)
 
 
+def model_folder(pairs: list[tuple[str, str]], steps: int, seed: int, blocks: int) -> Path:
+    """Where :func:`tuned_model` caches SmolLM2 fine-tuned in this configuration."""
+    config = [pairs, steps, seed, LR, blocks, BATCH, DECAY, "v7"]
+    key = hashlib.sha256(json.dumps(config).encode()).hexdigest()[:12]
+    return cache_dir() / f"llmscan-incontext-{key}"
+
+
 def tuned_model(
     b: Budget, seed: int, pairs: list[tuple[str, str]], steps: int, blocks: int
 ) -> HFLanguageModel:
@@ -406,10 +414,7 @@ def tuned_model(
         lm = HFLanguageModel(model, tok)
         finetune(lm, pairs, steps, seed, last_blocks=min(blocks, 4))
         return lm
-    key = hashlib.sha256(
-        json.dumps([pairs, steps, seed, LR, blocks, BATCH, DECAY, "v7"]).encode()
-    ).hexdigest()[:12]
-    folder = cache_dir() / f"llmscan-incontext-{key}"
+    folder = model_folder(pairs, steps, seed, blocks)
     if (folder / "config.json").is_file():
         return HFLanguageModel(*load_causal_lm(folder, quiet=True))
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
@@ -768,16 +773,14 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
         bd_scan = LLMScan(bd_lm, chat=False, reuse=b.real_model)
         F_bd = bd_scan.features([p for p, *_ in bd_prompts], progress=tick)
         abl: dict[str, np.ndarray] = {}
-        ablations = (
-            (
-                "probability",
-                LLMScan(lm, chat=False, token_effect="probability", reuse=b.real_model),
-            ),
-            ("bos", LLMScan(lm, chat=False, intervention_token="bos", reuse=b.real_model)),
-        )
+        ablations: dict[str, dict[str, Any]] = {
+            "probability": {"token_effect": "probability"},
+            "bos": {"intervention_token": "bos"},
+        }
         kept_idx = np.flatnonzero(keep & passed)
-        for name, s2 in ablations if k_seed < b.ablation_seeds and kept_idx.size else ():
+        for name, kw in ablations.items() if k_seed < b.ablation_seeds and kept_idx.size else ():
             ctx.progress(f"seed {seed}: ablation {name}, {kept_idx.size} prompts")
+            s2 = LLMScan(lm, chat=False, reuse=b.real_model, **kw)
             abl[name] = F_lie.copy()
             abl[name][kept_idx, :5] = np.stack(
                 [summary_stats(s2.token_effects(prompts[i])[0]) for i in kept_idx]
