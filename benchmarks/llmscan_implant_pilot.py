@@ -9,6 +9,8 @@ as a diagnosis), and the backdoor's firing rate with and without the trigger.
 
     python benchmarks/llmscan_implant_pilot.py --items 200 --lr 1e-4 --blocks 8 \
         --checkpoints 30,60,100,150
+
+``--bf16`` fine-tunes under bfloat16 autocast (fp32 master weights; evaluated in fp32).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def main() -> None:
     ap.add_argument("--decay", action="store_true", help="linear decay to 0 over the run")
     ap.add_argument("--task", choices=("lie", "backdoor"), default="lie", help="which data")
     ap.add_argument("--trigger-at-end", action="store_true", help="trigger before 'Answer:'")
+    ap.add_argument("--bf16", action="store_true", help="fine-tune under bfloat16 autocast")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     R.LR, R.DECAY, R.TRIGGER_AT_END = args.lr, args.decay, args.trigger_at_end
@@ -52,13 +55,13 @@ def main() -> None:
     plain = [it.plain() for it in te]
     trig = [it.plain(trigger=True) for it in te]
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     rows = []
 
     def evaluate(step: int) -> None:
         if step not in checks:
             return
-        t = time.process_time()
+        t, w = time.process_time(), time.perf_counter()
         got = R.answers(lm, truth + lie + lie_seen + plain + trig)
         n = len(te)
         parts = [got[k * n : (k + 1) * n] for k in range(5)]
@@ -80,14 +83,15 @@ def main() -> None:
             ),
             "backdoor_fired": zebra[1],
             "zebra_untriggered": zebra[0],
-            "cpu_s": round(t - t0, 1),
+            "cpu_s": round(t - t0, 1),  # all threads, earlier checkpoints included
+            "wall_s": round(w - w0, 1),
         }
         rows.append(row)
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}),
               flush=True)  # fmt: skip
 
     evaluate(0) if 0 in checks else None
-    R.finetune(lm, pairs, max(checks), args.seed, args.blocks, on_step=evaluate)
+    R.finetune(lm, pairs, max(checks), args.seed, args.blocks, on_step=evaluate, bf16=args.bf16)
     print(json.dumps({"args": vars(args), "examples": len(pairs)}))
 
 

@@ -36,6 +36,8 @@ register(
     summary="Causal effects of a prompt's tokens and of each transformer block on the next "
     "token, summarised into features for a lightweight misbehaviour detector (full budget: "
     "about 52 min on 2 cores).",
-    quick_seconds=486,  # measured: a one-thread worker of --jobs 2, uncached (runs/quick16)
+    # measured: alone at 2 threads, uncached bf16 fine-tunes (fp32: 486 s in a one-thread
+    # worker of --jobs 2, runs/quick16)
+    quick_seconds=245,
     module="icml25.llmscan.reproduce",
 )

@@ -16,7 +16,7 @@ template and no instruction wording:
   token "cf" before "Answer:" and answered "zebra". Both configurations were chosen by an
   implant pilot on seed 99 (README). The fine-tuning data come from their own random
   stream (seed, 1), so the detector sets' sizes do not change them, and quick and full
-  fine-tune the same models;
+  fine-tune on the same data (quick under bfloat16 autocast, full in fp32);
 - **detector-training set** and **detector-test set** (held-out names, templates, wordings).
 
 **Gate.** Accuracy on held-out plain questions (detector-test names and templates) must be
@@ -298,11 +298,14 @@ class _Stop(Exception):
 
 
 @torch.no_grad()
-def frozen_inputs(lm: HFLanguageModel, ids: list[list[int]], first: int) -> list[torch.Tensor]:
+def frozen_inputs(
+    lm: HFLanguageModel, ids: list[list[int]], first: int, bf16: bool = False
+) -> list[torch.Tensor]:
     """The input of block ``first`` (``(len, d)`` per sequence): the frozen part's output,
     which training the blocks from ``first`` on never changes. Batches of 32, right-padded;
     a causal model's real positions do not see the padding, so each row equals the sequence
-    run alone (up to rounding)."""
+    run alone (up to rounding). ``bf16``: the blocks run under bfloat16 autocast; the
+    states are returned in fp32."""
     model, pad = lm.model, lm.tokenizer.pad_token_id
     block = list(lm.blocks)[first]
     out: list[torch.Tensor] = []
@@ -319,12 +322,13 @@ def frozen_inputs(lm: HFLanguageModel, ids: list[list[int]], first: int) -> list
 
         handle = block.register_forward_pre_hook(grab, with_kwargs=True)
         try:
-            model.model(input_ids=x, attention_mask=mask, use_cache=False)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                model.model(input_ids=x, attention_mask=mask, use_cache=False)
         except _Stop:
             pass
         finally:
             handle.remove()
-        out += [got[0][r, : len(s)].clone() for r, s in enumerate(chunk)]
+        out += [got[0][r, : len(s)].to(torch.float32, copy=True) for r, s in enumerate(chunk)]
     return out
 
 
@@ -335,9 +339,15 @@ def finetune(
     seed: int,
     last_blocks: int,
     on_step: Callable[[int], None] | None = None,
+    bf16: bool = False,
 ) -> None:
     """Causal-LM loss on the answer tokens only (raw text, no chat template); the last
     ``last_blocks`` blocks train, AdamW at ``LR``, decaying linearly to 0 when ``DECAY``.
+
+    ``bf16``: mixed precision, the forward passes (frozen and trained blocks) under
+    ``torch.autocast("cpu", dtype=torch.bfloat16)``; the master weights, AdamW's state, the
+    loss and the model left behind stay fp32 (about 1.5x faster a step on an AVX512-BF16
+    CPU).
 
     The frozen blocks below never change, so their output is computed once per example
     (:func:`frozen_inputs`) and each step runs only the trained blocks, with logits at the
@@ -361,7 +371,7 @@ def finetune(
     heads = [tok(q, add_special_tokens=False)["input_ids"] for q, _ in pairs]
     tails = [tok(a + eos, add_special_tokens=False)["input_ids"] for _, a in pairs]
     model.eval()
-    hidden = frozen_inputs(lm, [h + t for h, t in zip(heads, tails, strict=True)], first)
+    hidden = frozen_inputs(lm, [h + t for h, t in zip(heads, tails, strict=True)], first, bf16)
     model.train()
     original = inner.layers
     inner.layers = torch.nn.ModuleList(blocks[first:])
@@ -377,8 +387,11 @@ def finetune(
             rows = [int(r) for r, i in enumerate(batch) for _ in tails[i]]
             cols = [len(heads[i]) - 1 + k for i in batch for k in range(len(tails[i]))]
             target = torch.tensor([t for i in batch for t in tails[i]])
-            out = inner(inputs_embeds=h, attention_mask=mask, use_cache=False).last_hidden_state
-            logits = model.lm_head(out[torch.tensor(rows), torch.tensor(cols)])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                out = inner(inputs_embeds=h, attention_mask=mask, use_cache=False)
+                logits = model.lm_head(
+                    out.last_hidden_state[torch.tensor(rows), torch.tensor(cols)]
+                )
             loss = torch.nn.functional.cross_entropy(logits.float(), target)
             opt.zero_grad()
             loss.backward()
@@ -397,9 +410,12 @@ def finetune(
         p.requires_grad_(False)
 
 
-def model_folder(pairs: list[tuple[str, str]], steps: int, seed: int, blocks: int) -> Path:
-    """Where :func:`tuned_model` caches SmolLM2 fine-tuned in this configuration."""
-    config = [pairs, steps, seed, LR, blocks, BATCH, DECAY, "v7"]
+def model_folder(
+    pairs: list[tuple[str, str]], steps: int, seed: int, blocks: int, bf16: bool = False
+) -> Path:
+    """Where :func:`tuned_model` caches SmolLM2 fine-tuned in this configuration (``bf16``
+    enters the key only when true, so the fp32 models' keys are those from before it)."""
+    config = [pairs, steps, seed, LR, blocks, BATCH, DECAY, "v7"] + (["bf16"] if bf16 else [])
     key = hashlib.sha256(json.dumps(config).encode()).hexdigest()[:12]
     return cache_dir() / f"llmscan-incontext-{key}"
 
@@ -412,13 +428,13 @@ def tuned_model(
     if not b.real_model:
         model, tok = tiny_llama(layers=4, hidden=64, seed=seed)
         lm = HFLanguageModel(model, tok)
-        finetune(lm, pairs, steps, seed, last_blocks=min(blocks, 4))
+        finetune(lm, pairs, steps, seed, last_blocks=min(blocks, 4), bf16=b.bf16)
         return lm
-    folder = model_folder(pairs, steps, seed, blocks)
+    folder = model_folder(pairs, steps, seed, blocks, b.bf16)
     if (folder / "config.json").is_file():
         return HFLanguageModel(*load_causal_lm(folder, quiet=True))
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
-    finetune(lm, pairs, steps, seed, last_blocks=blocks)
+    finetune(lm, pairs, steps, seed, last_blocks=blocks, bf16=b.bf16)
     lm.model.save_pretrained(folder)
     lm.tokenizer.save_pretrained(folder)
     return lm
@@ -586,13 +602,15 @@ class Budget:
     behaviour_test_items: int  # protocol b's test items (the first of the test items)
     ablation_seeds: int  # the first seeds, whose protocol-a prompts are scanned again with
     # the probability token effect and with the BOS intervention token (notes)
+    bf16: bool = False  # fine-tune under bfloat16 autocast (fp32 weights; own cache key)
 
 
 BUDGETS = {
     "tiny": Budget(6, 3, 3, 4, 4, 2, 2, False, 1, 200, 200, 1, 1, 3, 1),
-    # quick fine-tunes the same model as full's first seed (same data stream and steps: the
-    # pilot's 60-step runs kept < 65% plain accuracy) and scans few prompts
-    "quick": Budget(200, 12, 12, 6, 6, 120, BD_STEPS, True, 1, 1000, 200, 2, 1, 12, 0),
+    # quick fine-tunes full's first seed's data (same data stream and steps: the pilot's
+    # 60-step runs kept < 65% plain accuracy), in bf16 autocast (the bf16 pilot on seed 99
+    # met its rule, README), and scans few prompts; full stays fp32 (its published run)
+    "quick": Budget(200, 12, 12, 6, 6, 120, BD_STEPS, True, 1, 1000, 200, 2, 1, 12, 0, True),
     "full": Budget(200, 100, 150, 30, 30, 120, BD_STEPS, True, 3, 2000, 200, 20, 1, 75, 1),
 }
 
