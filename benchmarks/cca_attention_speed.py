@@ -52,7 +52,7 @@ def main() -> None:
             f"{length:>6} {1000 * a['seconds']:>9.1f} {1000 * c['seconds']:>9.1f} "
             f"{a['seconds'] / c['seconds']:>6.2f}x "
             f"{1000 * a['cpu_seconds']:>9.1f} {1000 * c['cpu_seconds']:>9.1f} "
-            f"{a['cpu_seconds'] / c['cpu_seconds']:>6.2f}x {a['mib']:>9.1f} {c['mib']:>9.1f}",
+            f"{a['cpu_seconds'] / c['cpu_seconds']:>6.2f}x {a['mib']:>9.2f} {c['mib']:>9.2f}",
             flush=True,
         )
 

@@ -78,23 +78,27 @@ def test_the_plain_pytorch_fallback_equals_the_dense_reference(L, g, s, pool, bl
     fused=st.booleans(),
     low_memory=st.booleans(),
     unit_bytes=st.sampled_from([1, 8000, 10**9]),
+    raw_bytes=st.sampled_from([1, 3000, 10**9]),
 )
 def test_the_forward_over_chunks_of_core_tokens_equals_the_dense_reference(
-    L, g, s, chunk, block_size, fused, low_memory, unit_bytes
+    L, g, s, chunk, block_size, fused, low_memory, unit_bytes, raw_bytes
 ):
     """The forward keeps one chunk of cores alive at a time and merges by log-sum-exp: with
     chunks of 1 to 7 cores (many chunks, the last one partial, staircases across chunk
     boundaries), both kernels, with the cores pooled inside or given from outside, one head,
-    some heads (3 heads in groups of 2 and 1) or whole batch rows per call; and with
-    ``low_memory=False`` (all heads, all cores at once)."""
+    some heads (3 heads in groups of 2 and 1) or whole batch rows per call, the raw windows
+    (inference) in groups of one head, some heads or whole batch rows, with the chunks
+    lengthened by the log-sum-exps not held; and with ``low_memory=False`` (all heads, all
+    cores at once)."""
     from icml25.cca_attention import attention
 
     q, k, v = _qkv(L, heads=3)
-    old = attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES
-    attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES = (
+    old = attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES, attention.RAW_BYTES
+    attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES, attention.RAW_BYTES = (
         chunk,
         not fused,
         unit_bytes,
+        raw_bytes,
     )
     try:
         fast = cca_attention(
@@ -103,7 +107,9 @@ def test_the_forward_over_chunks_of_core_tokens_equals_the_dense_reference(
         cores = attention.core_tokens(q, k, v, g, 0.3, "attention")
         given_cores = attention.attend(q, k, v, cores, g, s, 0.3, block_size, low_memory)
     finally:
-        attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES = old
+        attention.CORE_CHUNK, attention.FORCE_PYTORCH, attention.UNIT_BYTES, attention.RAW_BYTES = (
+            old
+        )
     ref = dense_cca_attention(q, k, v, group_size=g, window=s)
     torch.testing.assert_close(fast, ref, atol=1e-10, rtol=1e-10)
     ref = dense_cca_attention(q, k, v, group_size=g, window=s, scale=0.3)

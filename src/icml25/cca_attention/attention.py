@@ -22,15 +22,17 @@ values may have fewer heads, GQA). It runs PyTorch's fused CPU attention kernel 
 behind CPU SDPA, which returns each row's log-sum-exp) on views, never copies, flash-style:
 first every query attends to its raw window (blocks of 64 queries over their contiguous
 slice of raw keys, with a mask), which fills the output and one log-sum-exp per row; then,
-one head and one chunk of 256 core tokens at a time (pooled from that chunk's groups only),
+one head and one chunk of core tokens at a time (pooled from that chunk's groups only),
 blocks of 512 queries attend to the cores of the chunk that all of them see (no mask) and
 to the few that only some see (a small staircase mask), and each part is merged into the
-output in place by its log-sum-exp. The backward keeps the output and the log-sum-exp per
-row, pools the core tokens again and recomputes each block; the pooling's gradients are
-written in place. Time is O(L (L/g + s + g)); beyond the output and its log-sum-exps
-(which SDPA also holds), the forward holds one head's chunk of cores and one block's
-buffers, O(chunk + block (s + g)), not O(L^2) nor O(L / g). Where the fused kernel is
-missing (or off the CPU), the same blocks run in plain PyTorch.
+output in place by its log-sum-exp. In inference the raw windows run in groups of heads,
+each with its own log-sum-exps, and the chunks are longer (see :func:`_attend_forward`).
+The backward keeps the output and the log-sum-exp per row, pools the core tokens again and
+recomputes each block; the pooling's gradients are written in place. Time is
+O(L (L/g + s + g)); beyond the output and its log-sum-exps (which SDPA also holds), the
+forward holds one head's chunk of cores and one block's buffers, O(chunk + block (s + g)),
+not O(L^2). Where the fused kernel is missing (or off the CPU), the same blocks run in
+plain PyTorch.
 :func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
 exists for tests.
 """
@@ -56,6 +58,7 @@ DEFAULT_BLOCK = 512  # queries per block over the core tokens (rounded up to a m
 RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also rounded)
 CORE_CHUNK = 256  # core tokens alive at a time in the forward (per head)
 UNIT_BYTES = 256 * 1024  # low_memory: heads per call such that cores + an output block fit
+RAW_BYTES = 64 * 1024  # inference: heads per raw-window group (one raw block's output)
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -143,9 +146,9 @@ def cca_attention(
     over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
     from the block's first window start to its last query; additive masks apply the exact
     rules and the parts share one softmax (merged by log-sum-exp). With ``low_memory`` (the
-    default) the forward pools and attends to one head's ``CORE_CHUNK`` core tokens at a
-    time and holds no more than SDPA does; ``low_memory=False`` pools all cores at once and
-    runs all heads in each call (~20% faster at 16K-32K, ~1/g of the output more memory).
+    default) the forward pools and attends to one head's chunk of core tokens at a time
+    and holds no more than SDPA does; ``low_memory=False`` pools all cores at once and
+    runs all heads in each call (~10% faster at 16K-32K, ~1/g of the output more memory).
     Same result either way. Differentiable, with a recomputing backward."""
     _check(query, key, value, group_size, window)
     if not isinstance(low_memory, bool):
@@ -315,23 +318,21 @@ def _part_backward(
 
 
 def _raw_forward(
-    q: Tensor, k: Tensor, v: Tensor, g: int, s: int, scale: float, nr: int
-) -> tuple[Tensor, Tensor]:
-    """Every query over its raw window alone: the output buffer and one log-sum-exp per row
-    (``-inf`` where a row sees no raw key, only with ``s = 0``)."""
+    q: Tensor, k: Tensor, v: Tensor, g: int, s: int, scale: float, nr: int, out: Tensor, lse: Tensor
+) -> None:
+    """Every query over its raw window alone, written into ``out`` and ``lse`` (one
+    log-sum-exp per row; ``-inf`` where a row sees no raw key, only with ``s = 0``)."""
     L = q.shape[2]
-    out = torch.empty_like(q)
-    lse = q.new_empty(q.shape[:3])
     for r in _raw_blocks(L, g, s, nr, q.dtype):
         a, b, k0 = r.a, r.b, r.k0
         if b > k0:
             o, m = _part_forward(q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b], r.mask, scale)
             out[:, :, a:b], lse[:, :, a:b] = o, m
+            del o, m  # not alive during the next block's call
         else:
             out[:, :, a:b] = 0.0
         if r.empty is not None:  # the fused kernel reports 0 there, not -inf
             lse[:, :, a:b][:, :, r.empty] = float("-inf")
-    return out, lse
 
 
 def _stair(r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype) -> Tensor:
@@ -342,6 +343,18 @@ def _stair(r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype)
 
 
 Span = tuple[slice, slice, slice]  # batch, heads, positions (of keys or of core tokens)
+Unit = tuple[int, int, int, int]  # batch rows b0 .. b1 - 1, heads h0 .. h1 - 1
+
+
+def _units(unit: Unit, H: int, n: int) -> list[Unit]:
+    """``unit`` cut into pieces of at most ``n`` (batch row, head) slices: whole batch rows
+    where ``n`` holds all ``H`` heads and ``unit`` has them all, else runs of heads within
+    one batch row."""
+    b0, b1, h0, h1 = unit
+    if n >= H and (h0, h1) == (0, H):
+        rows = n // H
+        return [(b, min(b1, b + rows), 0, H) for b in range(b0, b1, rows)]
+    return [(b, b + 1, h, min(h1, h + n)) for b in range(b0, b1) for h in range(h0, h1, n)]
 
 
 def _attend_forward(
@@ -355,50 +368,81 @@ def _attend_forward(
     scale: float,
     nq: int,
     low_memory: bool,
-) -> tuple[Tensor, Tensor]:
-    """Output and per-row log-sum-exp, flash-style: every query first attends to its raw
-    window; then, for one chunk of core tokens at a time (``cores(span)`` gives the keys and
-    values of the cores in ``span``), the queries that see some of that chunk attend to it
-    and are merged in place by their log-sum-exps. With ``low_memory``, a chunk is
-    ``CORE_CHUNK`` cores of as many heads as fit in ``UNIT_BYTES`` with one block's output
-    (one head at L >= 512, D = 64, float32; many for short sequences or small heads), so that
-    only those and one block's buffers are alive at a time; else it is all heads' cores at
-    once (fewer, larger calls)."""
-    B, H, L = q.shape[:3]
-    out, lse = _raw_forward(q, k, v, g, s, scale, g * -(-min(nq, RAW_BLOCK) // g))
+    keep_lse: bool = True,
+) -> tuple[Tensor, Tensor | None]:
+    """Output and (with ``keep_lse``, for the backward) the per-row log-sum-exp,
+    flash-style: every query first attends to its raw window; then, for one chunk of core
+    tokens at a time (``cores(span)`` gives the keys and values of the cores in ``span``),
+    the queries that see some of that chunk attend to it and are merged in place by their
+    log-sum-exps.
+
+    With ``low_memory``, a chunk is ``CORE_CHUNK`` cores of as many heads as fit in
+    ``UNIT_BYTES`` with one block's output (one head at L >= 512, D = 64, float32; many for
+    short sequences or small heads), so that only those and one block's buffers are alive
+    at a time. Without ``keep_lse`` (inference), the raw windows run in groups of as many
+    heads as keep a raw block's output within ``RAW_BYTES``, each group with its own
+    log-sum-exps, dropped when the group is done; half of the memory that the whole array
+    would have taken goes to longer chunks of cores (fewer, larger calls and merges: at
+    B = 1, H = 8, D = 64, float32, 512 cores a chunk at 16K, 1,280 at 64K), so the forward
+    holds less than SDPA, whose kernel allocates the whole array. Without ``low_memory``,
+    all heads' cores at once."""
+    B, H, L, D = q.shape
+    size = q.element_size()
+    nr = g * -(-min(nq, RAW_BLOCK) // g)
+    out = torch.empty_like(q)
+    lse = q.new_empty(q.shape[:3]) if keep_lse or not low_memory else None
     # Query blocks of nq rows (a multiple of g) from the first row that sees a core token:
     # every row of a block sees the cores 0 .. J(a) - 1, and some see up to J(b - 1) - 1.
     blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
     blocks_j = [(a, b, _j(a, g, s), _j(b - 1, g, s)) for a, b in blocks]  # with J(a), J(b - 1)
-    if low_memory:  # as many heads per call as fit in UNIT_BYTES (cores + one output block)
-        per_head = (2 * min(CORE_CHUNK, m) + min(nq, L)) * q.shape[3] * q.element_size()
-        n = max(1, UNIT_BYTES // per_head)
-        if n >= H:  # whole batch rows
-            units = [(slice(i, i + n // H), slice(None)) for i in range(0, B, n // H)]
-        else:
-            units = [(slice(i, i + 1), slice(h, h + n)) for i in range(B) for h in range(0, H, n)]
-        chunk = CORE_CHUNK
+    whole: Unit = (0, B, 0, H)
+    if lse is None:  # groups for the raw windows; half the log-sum-exps not held: chunks
+        groups = _units(whole, H, max(1, RAW_BYTES // (nr * D * size)))
+        spared = (B * H - max((u[1] - u[0]) * (u[3] - u[2]) for u in groups)) * L * size
+        chunk = CORE_CHUNK * (1 + spared // (2 * CORE_CHUNK * 2 * D * size))
     else:
-        units, chunk = [(slice(None), slice(None))], max(m, 1)
-    for bs, hs in units:
-        qh, oh, lh = q[bs, hs], out[bs, hs], lse[bs, hs]
-        for ja in range(0, m, chunk):
-            jb = min(m, ja + chunk)
-            kc, vc = cores((bs, hs, slice(ja, jb)))
-            for a, b, j0, jmax in blocks_j:
-                if jmax <= ja:  # no row of the block sees this chunk
-                    continue
-                n = min(j0, jb) - ja
-                if n > 0:  # the chunk's cores that every row of the block sees
-                    o, m_ = _part_forward(qh[:, :, a:b], kc[:, :, :n], vc[:, :, :n], None, scale)
-                    _merge(oh[:, :, a:b], lh[:, :, a:b], o, m_)
-                lo, hi = max(j0, ja), min(jmax, jb)
-                if hi > lo:  # the staircase: the rows r .. b - 1 see some of lo .. hi - 1
-                    r = max(a, g * (lo + 1) + s - 1)  # J(t) > lo from t = r on
-                    kv = kc[:, :, lo - ja : hi - ja], vc[:, :, lo - ja : hi - ja]
-                    mask = _stair(r, b, lo, hi, g, s, q.dtype)
-                    o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale)
-                    _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
+        groups, chunk = [whole], CORE_CHUNK
+    if low_memory:  # as many heads per call as fit in UNIT_BYTES (cores + one output block)
+        per_head = (2 * min(chunk, m) + min(nq, L)) * D * size
+        n = max(1, UNIT_BYTES // per_head)
+    else:
+        n, chunk = B * H, max(m, 1)
+    # Every block starts at a row with J(a) - J(a - 1) = 1 (a = g + s - 1 mod g), so a
+    # staircase depends only on its place relative to (a, J(a)): built once, for all heads.
+    stairs: dict[tuple[int, int, int, int], Tensor] = {}
+    for gb0, gb1, gh0, gh1 in groups:
+        group = (slice(gb0, gb1), slice(gh0, gh1))
+        lse_g = lse[group] if lse is not None else q.new_empty(gb1 - gb0, gh1 - gh0, L)
+        _raw_forward(q[group], k[group], v[group], g, s, scale, nr, out[group], lse_g)
+        for b0, b1, h0, h1 in _units((gb0, gb1, gh0, gh1), H, n):
+            bs, hs = slice(b0, b1), slice(h0, h1)
+            qh, oh = q[bs, hs], out[bs, hs]
+            lh = lse_g[b0 - gb0 : b1 - gb0, h0 - gh0 : h1 - gh0]
+            for ja in range(0, m, chunk):
+                jb = min(m, ja + chunk)
+                kc, vc = cores((bs, hs, slice(ja, jb)))
+                for a, b, j0, jmax in blocks_j:
+                    if jmax <= ja:  # no row of the block sees this chunk
+                        continue
+                    c = min(j0, jb) - ja
+                    if c > 0:  # the chunk's cores that every row of the block sees
+                        kv = kc[:, :, :c], vc[:, :, :c]
+                        o, m_ = _part_forward(qh[:, :, a:b], *kv, None, scale)
+                        _merge(oh[:, :, a:b], lh[:, :, a:b], o, m_)
+                        del o, m_
+                    lo, hi = max(j0, ja), min(jmax, jb)
+                    if hi > lo:  # the staircase: the rows r .. b - 1 see some of lo .. hi - 1
+                        r = max(a, g * (lo + 1) + s - 1)  # J(t) > lo from t = r on
+                        kv = kc[:, :, lo - ja : hi - ja], vc[:, :, lo - ja : hi - ja]
+                        key = (r - a, b - a, lo - j0, hi - j0)
+                        mask = stairs.get(key)
+                        if mask is None:
+                            mask = stairs[key] = _stair(r, b, lo, hi, g, s, q.dtype)
+                        o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale)
+                        _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
+                        del o, m_
+                del kc, vc  # before the next chunk is pooled
+        del lse_g
     return out, lse
 
 
@@ -429,6 +473,7 @@ def _attend_backward(
             dq[:, :, a:b] += gq
             dk[:, :, k0:b] += gk
             dv[:, :, k0:b] += gv
+            del part, gq, gk, gv  # not alive during the next block's call
     for c in _core_blocks(L, g, s, nq, q.dtype):
         c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
         parts: list[tuple[int, int, int, Tensor | None]] = [(c0, 0, j0, None)] if j0 else []
@@ -440,6 +485,7 @@ def _attend_backward(
             dq[:, :, row:b] += gq
             dkc[:, :, i:j] += gk
             dvc[:, :, i:j] += gv
+            del part, gq, gk, gv
     return dq, dk, dv, dkc, dvc
 
 
@@ -464,7 +510,10 @@ class _Attend(torch.autograd.Function):
         def cores(span: Span) -> tuple[Tensor, Tensor]:
             return kc[span], vc[span]
 
-        out, lse = _attend_forward(q, k, v, cores, kc.shape[2], g, s, scale, nq, low_memory)
+        keep = any(ctx.needs_input_grad[:5])  # the backward needs the log-sum-exps
+        out, lse = _attend_forward(
+            q, k, v, cores, kc.shape[2], g, s, scale, nq, low_memory, keep_lse=keep
+        )
         ctx.save_for_backward(q, k, v, kc, vc, out, lse)
         ctx.sizes = (g, s, scale, nq)
         return out
@@ -501,7 +550,10 @@ class _CCA(torch.autograd.Function):
             w = _pool_weights(q[keys], k[keys], g, scale, pool)
             return _pool(k[keys], w, g), _pool(v[keys], w, g)
 
-        out, lse = _attend_forward(q, k, v, cores, q.shape[2] // g, g, s, scale, nq, low_memory)
+        keep = any(ctx.needs_input_grad[:3])  # the backward needs the log-sum-exps
+        out, lse = _attend_forward(
+            q, k, v, cores, q.shape[2] // g, g, s, scale, nq, low_memory, keep_lse=keep
+        )
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.sizes = (g, s, scale, nq)
         ctx.pool = pool
@@ -548,7 +600,7 @@ def _pool_weights(q: Tensor, k: Tensor, g: int, scale: float, pool: str) -> Tens
     if pool != "attention":
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
     logits = torch.einsum("bhmgd,bhmd->bhmg", kg, _last_queries(q, g))
-    return torch.softmax(logits * scale, dim=-1)
+    return torch.softmax(logits.mul_(scale), dim=-1)
 
 
 def _pool(x: Tensor, w: Tensor, g: int) -> Tensor:
