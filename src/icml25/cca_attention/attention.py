@@ -396,17 +396,17 @@ def _attend_forward(
     blocks = [(a, min(L, a + nq)) for a in range(g + s - 1, L, nq)]
     blocks_j = [(a, b, _j(a, g, s), _j(b - 1, g, s)) for a, b in blocks]  # with J(a), J(b - 1)
     whole: Unit = (0, B, 0, H)
-    if lse is None:  # groups for the raw windows; half the log-sum-exps not held: chunks
-        groups = _units(whole, H, max(1, RAW_BYTES // (nr * D * size)))
-        spared = (B * H - max((u[1] - u[0]) * (u[3] - u[2]) for u in groups)) * L * size
-        chunk = CORE_CHUNK * (1 + spared // (2 * CORE_CHUNK * 2 * D * size))
+    if not low_memory:  # all heads and all cores in each call
+        groups, chunk, n = [whole], max(m, 1), B * H
     else:
-        groups, chunk = [whole], CORE_CHUNK
-    if low_memory:  # as many heads per call as fit in UNIT_BYTES (cores + one output block)
-        per_head = (2 * min(chunk, m) + min(nq, L)) * D * size
-        n = max(1, UNIT_BYTES // per_head)
-    else:
-        n, chunk = B * H, max(m, 1)
+        if lse is None:  # inference: raw windows in groups; half the spared memory: chunks
+            groups = _units(whole, H, max(1, RAW_BYTES // (nr * D * size)))
+            spared = (B * H - max((u[1] - u[0]) * (u[3] - u[2]) for u in groups)) * L * size
+            chunk = CORE_CHUNK * (1 + spared // (2 * CORE_CHUNK * 2 * D * size))
+        else:
+            groups, chunk = [whole], CORE_CHUNK
+        # as many heads per call as fit in UNIT_BYTES (cores + one output block)
+        n = max(1, UNIT_BYTES // ((2 * min(chunk, m) + min(nq, L)) * D * size))
     # Every block starts at a row with J(a) - J(a - 1) = 1 (a = g + s - 1 mod g), so a
     # staircase depends only on its place relative to (a, J(a)): built once, for all heads.
     stairs: dict[tuple[int, int, int, int], Tensor] = {}
