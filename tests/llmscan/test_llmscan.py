@@ -278,26 +278,29 @@ def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr, decay):
     model.eval()
 
 
-@pytest.mark.parametrize(("last_blocks", "decay"), [(2, True), (3, False), (5, True)])
-def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks, decay):
-    """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
-    output, with logits at answer positions; the weights after a few steps must equal those
-    of the whole-model fine-tune (a larger rate than LLMScan's, so the steps move them)."""
+def _finetune_case():
+    """Fine-tuning pairs from 12 items, a tiny Llama, its twin and its weights before."""
     from icml25.llmscan import reproduce as R
 
     rng = np.random.default_rng(0)
     names = R.split_names(rng)
     pairs = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
-    fast = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
-    slow = copy.deepcopy(fast)
-    before = copy.deepcopy(fast.model.state_dict())
-    lr, old_decay = R.LR, R.DECAY
-    R.LR, R.DECAY = 1e-2, decay
-    try:
-        R.finetune(fast, pairs, 4, 7, last_blocks)
-        _reference_finetune(slow, pairs, 4, 7, last_blocks, 1e-2, decay)
-    finally:
-        R.LR, R.DECAY = lr, old_decay
+    lm = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
+    return pairs, lm, copy.deepcopy(lm), copy.deepcopy(lm.model.state_dict())
+
+
+@pytest.mark.parametrize(("last_blocks", "decay"), [(2, True), (3, False), (5, True)])
+def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks, decay, monkeypatch):
+    """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
+    output, with logits at answer positions; the weights after a few steps must equal those
+    of the whole-model fine-tune (a larger rate than LLMScan's, so the steps move them)."""
+    from icml25.llmscan import reproduce as R
+
+    pairs, fast, slow, before = _finetune_case()
+    monkeypatch.setattr(R, "LR", 1e-2)
+    monkeypatch.setattr(R, "DECAY", decay)
+    R.finetune(fast, pairs, 4, 7, last_blocks)
+    _reference_finetune(slow, pairs, 4, 7, last_blocks, 1e-2, decay)
     moved = 0
     for (name, a), b in zip(
         fast.model.state_dict().items(), slow.model.state_dict().values(), strict=True
@@ -320,26 +323,17 @@ def _answer_loss(lm, pairs):
     return float(np.mean(losses))
 
 
-def test_bf16_finetune_lowers_the_loss_and_keeps_fp32_weights():
+def test_bf16_finetune_lowers_the_loss_and_keeps_fp32_weights(monkeypatch):
     """The bf16 option runs the forward passes under bfloat16 autocast; the master weights
     (trained and frozen), and so the model left behind, stay fp32, and the steps still
     lower the training loss, close to the fp32 fine-tune's."""
     from icml25.llmscan import reproduce as R
 
-    rng = np.random.default_rng(0)
-    names = R.split_names(rng)
-    pairs = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
-    lm = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
-    ref = copy.deepcopy(lm)
-    before = copy.deepcopy(lm.model.state_dict())
+    pairs, lm, ref, before = _finetune_case()
     loss0 = _answer_loss(lm, pairs)
-    lr = R.LR
-    R.LR = 1e-2
-    try:
-        R.finetune(lm, pairs, 8, 7, 2, bf16=True)
-        R.finetune(ref, pairs, 8, 7, 2)
-    finally:
-        R.LR = lr
+    monkeypatch.setattr(R, "LR", 1e-2)
+    R.finetune(lm, pairs, 8, 7, 2, bf16=True)
+    R.finetune(ref, pairs, 8, 7, 2)
     loss_bf16, loss_fp32 = _answer_loss(lm, pairs), _answer_loss(ref, pairs)
     assert loss_bf16 < loss0 - 0.1  # 4.59 -> 4.33 when written
     assert loss_bf16 == pytest.approx(loss_fp32, abs=0.05)  # 4.33 both
