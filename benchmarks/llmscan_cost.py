@@ -3,9 +3,12 @@
 A scan of one prompt runs ``P`` token interventions and ``L`` layer skips. Three ways:
 
 - **reused** (the library's default): a token intervention at position ``i`` takes the
-  prefix's keys and values from the unmodified pass's KV cache and runs only ``ids[i:]``; a
-  layer skip starts from the unmodified pass's input to the skipped block and runs only the
-  blocks above it; only the last position's logits are computed;
+  prefix's keys and values from the unmodified pass's KV cache and runs only ``ids[i:]``
+  (consecutive positions batched by ``reuse_groups``); a layer skip starts from the
+  unmodified pass's input to the skipped block and runs only the blocks above it; only the
+  last position's logits are computed;
+- **reused, a batch per position** (``FORWARD_OVERHEAD = 0``): the same reuse with no
+  grouping, to show what the grouping saves;
 - **batched** (``reuse=False``): every intervention runs in full, in one batch per kind;
 - **naive** (``reuse=False, max_batch=1``): one sequence at a time.
 
@@ -24,6 +27,7 @@ import time
 
 import torch
 
+import icml25.llmscan.scan as scan_module
 from icml25.core.llm import HFLanguageModel, smollm2_gguf, tiny_llama
 from icml25.llmscan import LLMScan
 
@@ -73,12 +77,19 @@ def main() -> None:
         f"model: {name}; raw prompt of {len(ids)} tokens, {len(pos)} intervened, "
         f"{len(lm.blocks)} blocks: {n} interventions; {args.effect} token effect"
     )
-    print(f"{'one forward pass':>18}: {fw:7.3f} s wall, {fc:7.3f} s CPU")
-    for label, scan, reps in (("scan, reused", reused, 2), ("scan, batched", batched, 2),
-                              ("scan, naive", naive, 1)):  # fmt: skip
+    print(f"{'one forward pass':>20}: {fw:7.3f} s wall, {fc:7.3f} s CPU")
+    grouped = scan_module.FORWARD_OVERHEAD
+    for label, scan, reps, overhead in (
+        ("scan, reused", reused, 2, grouped),
+        ("reused, per position", reused, 2, 0),
+        ("scan, batched", batched, 2, grouped),
+        ("scan, naive", naive, 1, grouped),
+    ):
+        scan_module.FORWARD_OVERHEAD = overhead
         w, c = cpu_seconds(lambda s=scan: s.scan(PROMPT), reps)
+        scan_module.FORWARD_OVERHEAD = grouped
         print(
-            f"{label:>18}: {w:7.3f} s wall, {c:7.3f} s CPU; per intervention "
+            f"{label:>20}: {w:7.3f} s wall, {c:7.3f} s CPU; per intervention "
             f"{c / n / fc:5.2f} forward passes' worth (CPU)"
         )
 

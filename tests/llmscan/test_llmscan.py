@@ -3,6 +3,8 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 pytest.importorskip("transformers")
@@ -125,9 +127,14 @@ def test_bad_input_is_refused(lm):
 
 @pytest.mark.parametrize("effect", ["attention", "probability"])
 @pytest.mark.parametrize("positions", ["prompt", "all"])
-def test_reused_computation_gives_the_same_effects(lm, effect, positions):
+@pytest.mark.parametrize("overhead", [0, 3, 64])
+def test_reused_computation_gives_the_same_effects(lm, effect, positions, overhead, monkeypatch):
     """KV-cache reuse of the prefix and hidden-state reuse below a skipped block change
-    nothing but the cost."""
+    nothing but the cost, however the token interventions are grouped (overhead 0: one
+    batch per position; 64: the library's)."""
+    import icml25.llmscan.scan as scan_module
+
+    monkeypatch.setattr(scan_module, "FORWARD_OVERHEAD", overhead)
     prompt = "Mia has a cat. Tell a lie. Pet?"
     fast = LLMScan(lm, token_effect=effect, positions=positions).scan(prompt)
     full = LLMScan(lm, token_effect=effect, positions=positions, reuse=False).scan(prompt)
@@ -137,6 +144,36 @@ def test_reused_computation_gives_the_same_effects(lm, effect, positions):
     np.testing.assert_allclose(small.layer_effects, full.layer_effects, rtol=1e-4, atol=1e-6)
     assert len(lm.blocks[0]._forward_pre_hooks) == 0
     assert all(type(b).__name__ == "LlamaDecoderLayer" for b in lm.blocks)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 11), min_size=1, max_size=7, unique=True),
+    st.integers(1, 4),
+    st.sampled_from([0.0, 3.0, 20.0, 1e6]),
+)
+def test_reuse_groups_is_the_cheapest_cut_by_brute_force(positions, max_batch, overhead):
+    """The dynamic programme's cut of the sorted positions into runs equals the cheapest of
+    all 2^(n-1) cuts with runs of at most max_batch rows."""
+    from itertools import combinations
+
+    from icml25.llmscan.scan import reuse_groups
+
+    length = 12
+    pos = sorted(positions)
+
+    def cost(runs):
+        return sum(overhead + len(r) * (length - r[0]) for r in runs)
+
+    runs = reuse_groups(positions, length, max_batch, overhead)
+    assert [p for r in runs for p in r] == pos and all(0 < len(r) <= max_batch for r in runs)
+    best = min(
+        cost([pos[a:b] for a, b in zip((0, *cuts), (*cuts, len(pos)), strict=True)])
+        for k in range(len(pos))
+        for cuts in combinations(range(1, len(pos)), k)
+        if all(b - a <= max_batch for a, b in zip((0, *cuts), (*cuts, len(pos)), strict=True))
+    )
+    assert cost(runs) == pytest.approx(best)
 
 
 def test_bos_intervention_token_is_the_tokenizers_bos(lm):

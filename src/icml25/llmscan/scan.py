@@ -43,7 +43,36 @@ from scipy import stats
 from icml25.core.llm import HFLanguageModel
 
 STAT_NAMES = ("mean", "std", "range", "kurtosis", "skewness")
-REUSE_GROUP = 4  # token interventions that share one cached prefix (one batch)
+# A forward pass costs about as much as this many (row x token) positions more, whatever its
+# size (it reads every weight once: memory-bound for small batches); measured on
+# SmolLM2-135M with 2 threads (benchmarks/llmscan_cost.py). Token interventions are grouped
+# by :func:`reuse_groups` to minimise the total.
+FORWARD_OVERHEAD = 64
+
+
+def reuse_groups(
+    positions: Sequence[int], length: int, max_batch: int, overhead: float = FORWARD_OVERHEAD
+) -> list[list[int]]:
+    """Sorted positions cut into runs of consecutive ones, each run one batch that reuses the
+    prefix before its first position and runs the ``length - first`` tokens after it for
+    every row. The cut minimises ``sum(overhead + rows x (length - first))`` over runs of
+    at most ``max_batch`` rows (dynamic programming over the cut points): one batch from
+    the start recomputes the whole prompt for every row, one batch per position pays the
+    fixed cost of a forward pass each time."""
+    pos = sorted(int(p) for p in positions)
+    n = len(pos)
+    best = [0.0] + [float("inf")] * n  # best[j]: cheapest cut of pos[:j]
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(max(0, j - max_batch), j):
+            cost = best[i] + overhead + (j - i) * (length - pos[i])
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    runs, j = [], n
+    while j > 0:
+        runs.append(pos[cut[j] : j])
+        j = cut[j]
+    return runs[::-1]
 
 
 def summary_stats(values: Any) -> np.ndarray:
@@ -224,7 +253,7 @@ class LLMScan:
     def _token_effects_reused(
         self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
     ) -> np.ndarray:
-        """Positions in groups of ``REUSE_GROUP`` consecutive ones: a group starting at
+        """Positions in runs of consecutive ones (:func:`reuse_groups`): a run starting at
         ``i`` takes the prefix's keys and values from the unmodified pass and runs only
         ``ids[i:]`` (one batch row per position). Attention rows before a row's intervened
         position are unchanged, so the distance over the rows from ``i`` on is the distance
@@ -235,9 +264,7 @@ class LLMScan:
             cache = base.past_key_values
         effects: list[float] = []
         order = np.argsort(pos, kind="stable")
-        size = min(REUSE_GROUP, self.max_batch)
-        for g in range(0, len(order), size):
-            group = [int(pos[j]) for j in order[g : g + size]]
+        for group in reuse_groups(pos.tolist(), len(ids), self.max_batch, FORWARD_OVERHEAD):
             i = group[0]
             suffix = ids[i:].repeat(len(group), 1)
             suffix[torch.arange(len(group)), torch.tensor(group) - i] = self.intervention_id
