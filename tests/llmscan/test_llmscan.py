@@ -176,6 +176,16 @@ def test_reuse_groups_is_the_cheapest_cut_by_brute_force(positions, max_batch, o
     assert cost(runs) == pytest.approx(best)
 
 
+def test_reuse_groups_refuses_bad_input():
+    from icml25.llmscan.scan import reuse_groups
+
+    with pytest.raises(ValueError, match="max_batch must be a positive integer"):
+        reuse_groups([1, 2], 5, 0)
+    with pytest.raises(ValueError, match="positions must lie in"):
+        reuse_groups([1, 5], 5, 4)
+    assert reuse_groups([], 5, 4) == []
+
+
 def test_bos_intervention_token_is_the_tokenizers_bos(lm):
     assert LLMScan(lm, intervention_token="bos").intervention_id == lm.tokenizer.bos_token_id
 

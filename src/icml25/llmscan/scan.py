@@ -60,6 +60,10 @@ def reuse_groups(
     the start recomputes the whole prompt for every row, one batch per position pays the
     fixed cost of a forward pass each time."""
     pos = sorted(int(p) for p in positions)
+    if not (isinstance(max_batch, int) and max_batch > 0):
+        raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
+    if pos and not 0 <= pos[0] <= pos[-1] < length:
+        raise ValueError(f"positions must lie in [0, length={length}), got {pos}")
     n = len(pos)
     best = [0.0] + [float("inf")] * n  # best[j]: cheapest cut of pos[:j]
     cut = [0] * (n + 1)
