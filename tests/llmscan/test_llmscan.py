@@ -167,12 +167,12 @@ def test_reuse_groups_is_the_cheapest_cut_by_brute_force(positions, max_batch, o
 
     runs = reuse_groups(positions, length, max_batch, overhead)
     assert [p for r in runs for p in r] == pos and all(0 < len(r) <= max_batch for r in runs)
-    best = min(
-        cost([pos[a:b] for a, b in zip((0, *cuts), (*cuts, len(pos)), strict=True)])
+    every_cut = (
+        [pos[a:b] for a, b in zip((0, *cuts), (*cuts, len(pos)), strict=True)]
         for k in range(len(pos))
         for cuts in combinations(range(1, len(pos)), k)
-        if all(b - a <= max_batch for a, b in zip((0, *cuts), (*cuts, len(pos)), strict=True))
     )
+    best = min(cost(c) for c in every_cut if all(len(r) <= max_batch for r in c))
     assert cost(runs) == pytest.approx(best)
 
 

@@ -51,14 +51,17 @@ FORWARD_OVERHEAD = 64
 
 
 def reuse_groups(
-    positions: Sequence[int], length: int, max_batch: int, overhead: float = FORWARD_OVERHEAD
+    positions: Sequence[int], length: int, max_batch: int, overhead: float | None = None
 ) -> list[list[int]]:
     """Sorted positions cut into runs of consecutive ones, each run one batch that reuses the
     prefix before its first position and runs the ``length - first`` tokens after it for
     every row. The cut minimises ``sum(overhead + rows x (length - first))`` over runs of
     at most ``max_batch`` rows (dynamic programming over the cut points): one batch from
     the start recomputes the whole prompt for every row, one batch per position pays the
-    fixed cost of a forward pass each time."""
+    fixed cost of a forward pass each time. ``overhead=None``: :data:`FORWARD_OVERHEAD`, read
+    at the call."""
+    if overhead is None:
+        overhead = FORWARD_OVERHEAD
     pos = sorted(int(p) for p in positions)
     if not (isinstance(max_batch, int) and max_batch > 0):
         raise ValueError(f"max_batch must be a positive integer, got {max_batch!r}")
@@ -268,7 +271,7 @@ class LLMScan:
             cache = base.past_key_values
         effects: list[float] = []
         order = np.argsort(pos, kind="stable")
-        for group in reuse_groups(pos.tolist(), len(ids), self.max_batch, FORWARD_OVERHEAD):
+        for group in reuse_groups(pos.tolist(), len(ids), self.max_batch):
             i = group[0]
             suffix = ids[i:].repeat(len(group), 1)
             suffix[torch.arange(len(group)), torch.tensor(group) - i] = self.intervention_id
