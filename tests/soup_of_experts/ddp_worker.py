@@ -45,12 +45,9 @@ def main(out: str) -> None:
     )
     dist.barrier()
     dist.destroy_process_group()
-    # End without interpreter finalisation. The last backward's allreduce work holds the
-    # Python context torch stashes in thread-local state during backward; a gloo worker
-    # thread may still be releasing it (which takes the GIL) when the interpreter
-    # finalises, and Python 3.11 then ends that thread inside a C++ destructor:
-    # "terminate called without an active exception", SIGABRT, after every output was
-    # written (5 of 240 two-process runs here; PyTorch 2.13, gloo). os._exit skips it.
+    # End without interpreter finalisation: a gloo thread still releasing the last
+    # backward's allreduce when the interpreter finalises aborts the rank (SIGABRT after
+    # every output was written). Why, and how often, in tests/backslash/ddp_worker.py.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
