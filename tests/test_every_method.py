@@ -26,7 +26,10 @@ def test_tiny_reproduction_writes_valid_results(slug, tmp_path):
     assert [c["id"] for c in e["claims"]] == [c.id for c in claims]
     for c in e["claims"]:
         assert c["verdict"] in VERDICTS
-        assert (c["measured"] is None) == (c["verdict"] == "out of scale")
+        if c["measured"] is None:
+            assert c["verdict"] == "out of scale"
+        elif c["verdict"] == "out of scale":
+            assert c["gate"]["passed"] is False, c  # measured and out of scale: a failed gate
     for fig in e["figures"]:
         assert (tmp_path / fig).stat().st_size > 0
     json.dumps(loaded)  # strictly JSON

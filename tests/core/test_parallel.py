@@ -56,8 +56,8 @@ def _fake(tmp_path, monkeypatch, name, body):
         textwrap.dedent(
             f"""
             import os
-            from icml25.core.claims import Claim, Rule
-            CLAIMS = (Claim("x", "s", "w", "m", Rule(">=", 0)),)
+            from icml25.core.claims import Claim, Measurement, Null, Rule
+            CLAIMS = (Claim("x", "s", "w", "m", Rule(">=", 0), null=Null(exempt="a fake")),)
             def reproduce(ctx):
                 {body}
             """
@@ -71,7 +71,7 @@ def _fake(tmp_path, monkeypatch, name, body):
 def test_a_worker_that_dies_or_raises_is_a_crash_and_the_others_finish(tmp_path, monkeypatch):
     dies = _fake(tmp_path, monkeypatch, "icml25_fake_dies", "os._exit(3)")
     raises = _fake(tmp_path, monkeypatch, "icml25_fake_raises", "raise RuntimeError('boom')")
-    ok = _fake(tmp_path, monkeypatch, "icml25_fake_ok", "return {'x': 1.0}")
+    ok = _fake(tmp_path, monkeypatch, "icml25_fake_ok", "return {'x': Measurement.exact(1.0)}")
     entries = run_methods(
         [dies, raises, ok], budget="tiny", seeds=[0], out_dir=tmp_path / "o", jobs=2
     )

@@ -5,7 +5,7 @@ import types
 import pytest
 
 from icml25.core import report as rep
-from icml25.core.claims import Claim, Rule
+from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
 from icml25.core.registry import Method
 from icml25.core.runner import run_method, save_entry, saved_entry
 from icml25.core.seeding import seed_everything
@@ -14,7 +14,15 @@ from icml25.core.seeding import seed_everything
 def _fake_method(monkeypatch, reproduce):
     mod = types.ModuleType("icml25_fake_repro")
     mod.CLAIMS = (
-        Claim("acc", "accuracy is high", "Table 1", "accuracy", Rule(">=", 0.9), 0.95),
+        Claim(
+            "acc",
+            "accuracy is high",
+            "Table 1",
+            "accuracy",
+            Rule(">=", 0.9),
+            0.95,
+            null=Null(arm="shuffled labels"),
+        ),
         Claim("big", "needs a cluster", "Table 2", "-", None, out_of_scale="1000 GPUs"),
     )
     mod.reproduce = reproduce
@@ -32,14 +40,21 @@ def test_run_method_judges_and_reports(tmp_path, monkeypatch):
         fig, ax = plt.subplots()
         ax.plot([0, 1])
         ctx.save_figure(fig, "curve")
-        return {"acc": [0.92 + 0.01 * s for s in ctx.seeds]}
+        return {
+            "acc": [0.92 + 0.01 * s for s in ctx.seeds],
+            null_key("acc"): [0.1 + 0.01 * s for s in ctx.seeds],
+        }
 
     m = _fake_method(monkeypatch, reproduce)
-    entry = run_method(m, budget="tiny", seeds=[0, 1], out_dir=tmp_path)
+    entry = run_method(m, budget="tiny", seeds=[0, 1, 2], out_dir=tmp_path)
     assert entry["error"] is None
     verdicts = {c["id"]: c["verdict"] for c in entry["claims"]}
     assert verdicts == {"acc": "reproduced", "big": "out of scale"}
-    assert entry["claims"][0]["measured"]["mean"] == pytest.approx(0.925)
+    acc = entry["claims"][0]
+    assert acc["measured"]["mean"] == pytest.approx(0.93)
+    assert acc["interval"]["method"] == "t (n=3)" and acc["interval"]["low"] > 0.9
+    assert acc["null"]["arm"] == "shuffled labels" and acc["null"]["verdict"] == "not reproduced"
+    assert acc["null"]["measured"]["mean"] == pytest.approx(0.11)
     assert (tmp_path / "fake" / "curve.png").stat().st_size > 0
 
     results = rep.build_results([entry], "icml25 reproduce fake")
@@ -47,7 +62,8 @@ def test_run_method_judges_and_reports(tmp_path, monkeypatch):
     loaded = rep.load_results(tmp_path)
     assert loaded == json.loads(json.dumps(results))
     md = rep.render_markdown(loaded)
-    assert "| fake | acc | 0.95 |" in md and "![curve](fake/curve.png)" in md
+    assert "| fake | acc | 0.95 | 0.93 ± 0.01 (n=3) [0.913, 0.947] t |" in md
+    assert "shuffled labels: 0.11" in md and "![curve](fake/curve.png)" in md
     for key in ("method", "paper", "budget", "seeds", "wall_s", "claims", "figures"):
         assert key in loaded["methods"][0]
     assert set(loaded["environment"]) >= {"packages", "platform", "git_commit", "python"}
@@ -110,7 +126,10 @@ def test_controls_are_reported_apart_and_not_counted(tmp_path, monkeypatch):
             "shuffled", "chance on shuffled labels", "ours", "acc", Rule("<=", 0.2), kind="control"
         ),
     )
-    mod.reproduce = lambda ctx: {"acc": 0.5, "shuffled": 0.9}  # both fail their rules
+    mod.reproduce = lambda ctx: {  # both fail their rules
+        "acc": Measurement.exact(0.5),
+        "shuffled": Measurement.exact(0.9),
+    }
     monkeypatch.setitem(sys.modules, "icml25_fake_controls", mod)
     m = Method("fake", "Fake", "A. B.", "ICML 2025", "http://x", "s", 1.0, "icml25_fake_controls")
     entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
@@ -129,3 +148,104 @@ def test_controls_are_reported_apart_and_not_counted(tmp_path, monkeypatch):
     assert rep.verdict_counts(results) == {"not reproduced": 2}
     with pytest.raises(ValueError, match="kind must be one of"):
         Claim("x", "s", "w", "m", Rule(">=", 0), kind="ablation")
+
+
+def _module(monkeypatch, name, claims, reproduce):
+    mod = types.ModuleType(name)
+    mod.CLAIMS = claims
+    mod.reproduce = reproduce
+    monkeypatch.setitem(sys.modules, name, mod)
+    return Method("fake", "Fake", "A. B.", "ICML 2025", "http://x", "s", 1.0, name)
+
+
+def test_null_arms_and_gates_reach_results_and_report(tmp_path, monkeypatch):
+    claims = (
+        Claim("free", "a", "w", "m", Rule(">=", 0.5), null=Null(arm="no update")),
+        Claim(
+            "gated",
+            "b",
+            "w",
+            "m",
+            Rule(">=", 0.5),
+            null=Null(exempt="a theorem"),
+            gate=Gate("ceiling arm"),
+        ),
+        Claim("bare", "c", "w", "m", Rule(">=", 0.5)),
+    )
+
+    def reproduce(ctx):
+        return {
+            "free": Measurement.exact(0.9),
+            null_key("free"): Measurement.exact(0.8),  # passes without the mechanism
+            "gated": Measurement.exact(0.1),
+            gate_key("gated"): Measurement.exact(0.2),  # the ceiling fails: out of scale
+            "bare": Measurement.exact(0.9),
+        }
+
+    m = _module(monkeypatch, "icml25_fake_power", claims, reproduce)
+    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert entry["error"] is None, entry["error"]
+    by = {c["id"]: c for c in entry["claims"]}
+    assert by["free"]["rule_verdict"] == "reproduced" and by["free"]["verdict"] == "inconclusive"
+    assert "null arm (no update) is reproduced" in by["free"]["reason"]
+    assert by["gated"]["verdict"] == "out of scale" and by["gated"]["gate"]["passed"] is False
+    assert by["gated"]["null"] == {"exempt": "a theorem"}
+    assert by["bare"]["verdict"] == "inconclusive" and by["bare"]["null"] is None
+    results = json.loads(json.dumps(rep.build_results([entry], "cmd")))
+    assert results["schema"] == 2
+    assert rep.verdict_counts(results) == {"inconclusive": 2, "out of scale": 1}
+    md = rep.render_markdown(results)
+    assert "FAILED: ceiling arm = 0.2 (needs mean >= 0.5)" in md
+    assert "inconclusive (no null arm declared)" in md
+
+
+def test_undeclared_null_or_gate_key_is_a_crash(tmp_path, monkeypatch):
+    claims = (Claim("x", "a", "w", "m", Rule(">=", 0.5), null=Null(exempt="why")),)
+    m = _module(monkeypatch, "icml25_fake_keys", claims, lambda ctx: {null_key("x"): 1.0})
+    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert "must be declared on its Claim" in entry["error"]
+
+
+def test_schema_1_files_still_load_and_render(tmp_path):
+    old = {
+        "schema": 1,
+        "created": "2026-01-01T00:00:00+00:00",
+        "command": "icml25 reproduce",
+        "environment": {"python": "3.11", "platform": "x", "packages": {}, "git_commit": None},
+        "methods": [
+            {
+                "method": "fake",
+                "paper": {"title": "T", "authors": "A", "venue": "ICML 2025", "url": "u"},
+                "budget": "full",
+                "seeds": [0],
+                "wall_s": 1.0,
+                "claims": [
+                    {
+                        "id": "acc",
+                        "statement": "s",
+                        "where": "w",
+                        "metric": "m",
+                        "paper_value": 0.9,
+                        "measured": {"mean": 0.9, "std": 0.0, "n": 1, "values": [0.9]},
+                        "rule": "mean >= 0.8",
+                        "verdict": "reproduced",
+                    }
+                ],
+                "figures": [],
+                "notes": [],
+                "error": None,
+            }
+        ],
+    }
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    loaded = rep.load_results(tmp_path)
+    md = rep.render_markdown(loaded)
+    assert "| fake | acc | 0.9 | 0.9 | mean >= 0.8 | — | — | reproduced |" in md
+    rep.print_table(loaded)
+    new = json.loads(json.dumps(old))
+    new["schema"] = 2
+    c = new["methods"][0]["claims"][0]
+    c.update(verdict="inconclusive", rule_verdict="reproduced", reason="no null arm declared")
+    (moved,) = rep.moved_verdicts(old, new)
+    assert (moved["old"], moved["new"], moved["why"]) == ("reproduced", "inconclusive", "null")
+    assert "1 verdicts moved" in rep.moved_section(old, new)

@@ -1,20 +1,58 @@
-"""Claims as data, measurements over seeds, and the rules that turn one into a verdict.
+"""Claims as data, measurements with intervals, and the rules that turn them into a verdict.
 
 A :class:`Claim` is written down before any experiment runs: what the paper says, where, the
-paper's number, the metric a reproduction measures, and a :class:`Rule` that maps the measured
-value to one of the four verdicts. Rules are plain comparisons with fixed thresholds, so that a
-verdict can be recomputed from ``results.json`` by anybody.
+paper's number, the metric a reproduction measures, a :class:`Rule`, a :class:`Null` arm and,
+where the setting might be unable to show the effect, a :class:`Gate`. Rules are plain
+comparisons with fixed thresholds applied to a two-sided 90% interval, so that a verdict can be
+recomputed from ``results.json`` by anybody.
+
+Verdicts with power
+-------------------
+For a rule ``≥ threshold (partial if ≥ p)`` and a measurement with interval ``[low, high]``:
+
+* **reproduced** when ``low ≥ threshold``;
+* **not reproduced** when ``high < p`` (``high < threshold`` without a partial band);
+* **partial** when ``low ≥ p`` (and not reproduced);
+* **inconclusive** otherwise: the interval straddles a threshold.
+
+``≤`` rules are mirrored (reproduced when ``high ≤ threshold``, ...); strict ``>`` / ``<``
+compare strictly in the same places. A non-finite mean is *not reproduced*.
+
+Then, in this order (see :meth:`Claim.judge`):
+
+1. a **gate** (a measured precondition that the setting can pass the rule: a ceiling arm, the
+   model learning in context at all) that fails makes the verdict **out of scale**, with the
+   gate's value as the reason;
+2. a **null arm** (the same measurement on the method without its mechanism) is judged by the
+   claim's own rule; when it is *reproduced* or *partial*, the claim cannot be reproduced or
+   partial: its verdict becomes **inconclusive**, with that reason. A claim whose null arm was
+   not measured (or that declares none and no exemption) cannot be reproduced either.
+
+Intervals (:class:`Interval`) come from Student's t over seeds (n ≥ 3), from a bootstrap over
+items that the reproduction supplies (:meth:`Measurement.bootstrap`: test prompts, bugs,
+queries), from the reproduction itself (:meth:`Measurement.with_interval`), or are ``exact`` for
+quantities without sampling noise (:meth:`Measurement.exact`). A measurement with fewer than 3
+values and no items has an unbounded interval: its verdict is inconclusive, which is what one
+seed can honestly say.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Verdict = Literal["reproduced", "partial", "not reproduced", "out of scale"]
-VERDICTS: tuple[Verdict, ...] = ("reproduced", "partial", "not reproduced", "out of scale")
+import numpy as np
+
+Verdict = Literal["reproduced", "partial", "not reproduced", "inconclusive", "out of scale"]
+VERDICTS: tuple[Verdict, ...] = (
+    "reproduced",
+    "partial",
+    "not reproduced",
+    "inconclusive",
+    "out of scale",
+)
 Kind = Literal["claim", "control"]
 KINDS: tuple[Kind, ...] = ("claim", "control")
 """A *claim* is something the paper states; a *control* is a check the reproduction adds (a
@@ -27,24 +65,210 @@ _OPS: dict[str, Any] = {
     ">": lambda a, b: a > b,
     "<": lambda a, b: a < b,
 }
+LEVEL = 0.90
+"""The two-sided level of every interval a verdict reads."""
+MIN_T_VALUES = 3
+"""Seeds needed for a t interval; fewer (and no items) give an unbounded interval."""
+
+
+def null_key(claim_id: str) -> str:
+    """The key under which ``reproduce`` returns a claim's null-arm measurement."""
+    return f"{claim_id}/null"
+
+
+def gate_key(claim_id: str) -> str:
+    """The key under which ``reproduce`` returns a claim's gate measurement."""
+    return f"{claim_id}/gate"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval for the quantity a rule compares.
+
+    ``method`` says where it comes from: ``"t"`` (Student's t over seeds), ``"bootstrap ..."``
+    (percentile bootstrap over items), ``"exact"`` (no sampling noise), ``"none"`` (too few
+    values: unbounded) or a reproduction's own description.
+    """
+
+    low: float
+    high: float
+    level: float = LEVEL
+    method: str = "t"
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"Interval.level must be in (0, 1), got {self.level!r}")
+        if math.isnan(self.low) or math.isnan(self.high):
+            return  # a NaN measurement: judged not reproduced before the interval is read
+        if self.low > self.high:
+            raise ValueError(f"Interval low must be <= high, got [{self.low}, {self.high}]")
+
+    @classmethod
+    def unbounded(cls, why: str = "none") -> Interval:
+        return cls(-math.inf, math.inf, LEVEL, why)
+
+    @property
+    def bounded(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "low": _finite_or_str(self.low),
+            "high": _finite_or_str(self.high),
+            "method": self.method,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Interval:
+        return cls(float(data["low"]), float(data["high"]), float(data["level"]), data["method"])
+
+    def __str__(self) -> str:
+        if not self.bounded and self.method.startswith("none"):
+            return "no interval"
+        return f"[{_fmt(self.low)}, {_fmt(self.high)}]"
+
+
+def t_interval(values: Sequence[float], level: float = LEVEL) -> Interval:
+    """Student's t interval for the mean of ``values`` (``mean ± t_{(1+level)/2, n-1} s/√n``).
+
+    Fewer than :data:`MIN_T_VALUES` values give an unbounded interval.
+    """
+    from scipy import stats
+
+    vals = np.asarray(values, dtype=float)
+    n = vals.size
+    if n < MIN_T_VALUES:
+        return Interval.unbounded(f"none (n={n} < {MIN_T_VALUES} seeds, no items)")
+    mean = float(vals.mean())
+    if not np.all(np.isfinite(vals)):
+        return Interval(mean, mean, level, f"t (n={n})")
+    half = float(stats.t.ppf((1 + level) / 2, n - 1) * vals.std(ddof=1) / math.sqrt(n))
+    return Interval(mean - half, mean + half, level, f"t (n={n})")
+
+
+Statistic = Callable[[np.ndarray], float]
+
+
+def bootstrap_interval(
+    groups: Sequence[Any],
+    statistic: Statistic | None = None,
+    *,
+    level: float = LEVEL,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[tuple[float, ...], Interval]:
+    """Per-group statistics and a percentile-bootstrap interval for their mean.
+
+    Each group (one per seed) is an array of items, one item per row (a 1-D array of scores,
+    or a 2-D array whose rows are paired items such as ``(score, label)``). Every resample
+    draws each group's rows with replacement, applies ``statistic`` (the mean by default) to
+    each group and averages over groups: a bootstrap stratified by seed. The interval is the
+    ``(1 ± level) / 2`` quantiles of the resampled means.
+
+    Returns the per-group statistics of the data (the measurement's values) and the interval.
+    """
+    if not groups:
+        raise ValueError("bootstrap needs at least one group of items, got none")
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be >= 100, got {n_boot}")
+    arrays = [np.asarray(g, dtype=float) for g in groups]
+    for i, a in enumerate(arrays):
+        if a.ndim not in (1, 2) or a.shape[0] < 2:
+            raise ValueError(
+                f"bootstrap group {i} must be a 1-D or 2-D array of >= 2 items (rows), "
+                f"got shape {a.shape}"
+            )
+    rng = np.random.default_rng(seed)
+    values = []
+    resampled = np.zeros(n_boot)
+    for a in arrays:
+        idx = rng.integers(0, a.shape[0], size=(n_boot, a.shape[0]))
+        if statistic is None:
+            if a.ndim != 1:
+                raise ValueError("the default statistic (mean) needs 1-D groups; pass statistic=")
+            values.append(float(a.mean()))
+            resampled += a[idx].mean(axis=1)
+        else:
+            values.append(float(statistic(a)))
+            resampled += np.array([float(statistic(a[row])) for row in idx])
+    resampled /= len(arrays)
+    items = sum(a.shape[0] for a in arrays)
+    if not np.all(np.isfinite(resampled)):
+        finite = resampled[np.isfinite(resampled)]
+        if finite.size < n_boot * 0.99:
+            raise ValueError(
+                f"the bootstrap statistic was not finite on {n_boot - finite.size} of {n_boot} "
+                "resamples (too few items of a kind?)"
+            )
+        resampled = finite
+    alpha = (1 - level) / 2
+    low, high = np.quantile(resampled, [alpha, 1 - alpha])
+    where = f"{items} items" if len(arrays) == 1 else f"{items} items in {len(arrays)} seeds"
+    return tuple(values), Interval(float(low), float(high), level, f"bootstrap ({where})")
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """A measured quantity: one value per seed (or a single deterministic value)."""
+    """A measured quantity: one value per seed (or a single value), and its interval.
+
+    ``Measurement.of(values)`` takes a t interval over the values (unbounded for fewer than 3);
+    :meth:`exact`, :meth:`bootstrap` and :meth:`with_interval` give other intervals.
+    """
 
     values: tuple[float, ...]
+    given_interval: Interval | None = field(default=None, compare=True)
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError("a Measurement needs at least one value, got an empty sequence")
 
     @classmethod
     def of(cls, value: float | Sequence[float] | Measurement) -> Measurement:
         if isinstance(value, Measurement):
             return value
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float, np.floating, np.integer)):
             return cls((float(value),))
         vals = tuple(float(v) for v in value)
         if not vals:
             raise ValueError("a Measurement needs at least one value, got an empty sequence")
         return cls(vals)
+
+    @classmethod
+    def exact(cls, value: float | Sequence[float]) -> Measurement:
+        """A quantity without sampling noise (a theorem checked on enumerated instances, a
+        deterministic count): the interval is the mean itself."""
+        m = cls.of(value)
+        return cls(m.values, Interval(m.mean, m.mean, LEVEL, "exact"))
+
+    @classmethod
+    def with_interval(
+        cls,
+        value: float | Sequence[float],
+        low: float,
+        high: float,
+        method: str,
+        level: float = LEVEL,
+    ) -> Measurement:
+        """Values with an interval the reproduction computed itself (say how in ``method``)."""
+        return cls(cls.of(value).values, Interval(float(low), float(high), level, method))
+
+    @classmethod
+    def bootstrap(
+        cls,
+        groups: Sequence[Any],
+        statistic: Statistic | None = None,
+        *,
+        n_boot: int = 2000,
+        seed: int = 0,
+        level: float = LEVEL,
+    ) -> Measurement:
+        """One value per group (seed) of items, with a bootstrap interval over the items (see
+        :func:`bootstrap_interval`)."""
+        values, interval = bootstrap_interval(
+            groups, statistic, level=level, n_boot=n_boot, seed=seed
+        )
+        return cls(values, interval)
 
     @property
     def mean(self) -> float:
@@ -59,6 +283,12 @@ class Measurement:
         m = self.mean
         return math.sqrt(math.fsum((v - m) ** 2 for v in self.values) / (n - 1))
 
+    @property
+    def interval(self) -> Interval:
+        if self.given_interval is not None:
+            return self.given_interval
+        return t_interval(self.values)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "mean": _finite_or_str(self.mean),
@@ -68,8 +298,9 @@ class Measurement:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Measurement:
-        return cls(tuple(float(v) for v in data["values"]))
+    def from_json(cls, data: dict[str, Any], interval: dict[str, Any] | None = None) -> Measurement:
+        given = Interval.from_json(interval) if interval else None
+        return cls(tuple(float(v) for v in data["values"]), given)
 
     def __str__(self) -> str:
         if len(self.values) == 1:
@@ -93,10 +324,11 @@ def _fmt(x: float) -> str:
 
 @dataclass(frozen=True)
 class Rule:
-    """``measured <op> threshold`` gives *reproduced*; ``measured <op> partial`` gives *partial*.
+    """``measured <op> threshold`` gives *reproduced*; ``measured <op> partial`` *partial*.
 
-    The comparison is applied to the mean over seeds. ``partial`` is optional; when absent a
-    failed comparison is *not reproduced*. A non-finite measurement is never reproduced.
+    The comparison reads the measurement's interval (see the module docstring): the whole
+    interval must clear a threshold for that verdict, the whole interval must miss the loosest
+    threshold for *not reproduced*, and an interval that straddles is *inconclusive*.
     """
 
     op: Op
@@ -120,21 +352,83 @@ class Rule:
                     f"got threshold={self.threshold}, partial={self.partial}"
                 )
 
+    def holds(self, value: float, threshold: float | None = None) -> bool:
+        """``value <op> threshold`` (the rule's own threshold by default)."""
+        return bool(_OPS[self.op](value, self.threshold if threshold is None else threshold))
+
     def verdict(self, measured: Measurement | float | Sequence[float]) -> Verdict:
-        value = Measurement.of(measured).mean
-        if not math.isfinite(value):
+        m = Measurement.of(measured)
+        if not math.isfinite(m.mean):
             return "not reproduced"
-        if _OPS[self.op](value, self.threshold):
+        iv = m.interval
+        upward = self.op in (">=", ">")
+        worst, best = (iv.low, iv.high) if upward else (iv.high, iv.low)
+        loosest = self.threshold if self.partial is None else self.partial
+        if self.holds(worst):
             return "reproduced"
-        if self.partial is not None and _OPS[self.op](value, self.partial):
+        if not self.holds(best, loosest):
+            return "not reproduced"
+        if self.partial is not None and self.holds(worst, self.partial):
             return "partial"
-        return "not reproduced"
+        return "inconclusive"
 
     def describe(self) -> str:
         text = f"mean {self.op} {_fmt(self.threshold)}"
         if self.partial is not None:
             text += f" (partial if {self.op} {_fmt(self.partial)})"
         return text
+
+
+@dataclass(frozen=True)
+class Null:
+    """The claim's null arm: the same measurement on the method without its mechanism.
+
+    Give ``arm`` (what is removed: "no weight update", "content-free feedback", "the baseline
+    given the same coder") and return its measurement under :func:`null_key` from
+    ``reproduce``; the claim's rule must fail on it. Where no arm without the mechanism exists,
+    give ``exempt`` instead: the reason, which a reader checks.
+    """
+
+    arm: str | None = None
+    exempt: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.arm is None) == (self.exempt is None):
+            raise ValueError("Null: give exactly one of arm (measured) or exempt (the reason)")
+        text = self.arm if self.arm is not None else self.exempt
+        if not (text or "").strip():
+            raise ValueError("Null: arm / exempt must say something, got an empty string")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A measured precondition that the setting can show the effect at all.
+
+    ``check`` says what is measured (returned under :func:`gate_key`); the gate passes when the
+    gate measurement's mean satisfies ``rule`` (the claim's own rule and threshold by default: a
+    ceiling or oracle arm must pass what the method is asked to pass). A failed gate makes the
+    verdict *out of scale*. A gate asks whether the effect *can* show; how sure the claim's
+    verdict is comes from the claim's own interval, so the gate reads the mean.
+    """
+
+    check: str
+    rule: Rule | None = None
+
+    def __post_init__(self) -> None:
+        if not self.check.strip():
+            raise ValueError("Gate.check must say what is measured, got an empty string")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A claim's verdict and what it was made of."""
+
+    verdict: Verdict
+    rule_verdict: Verdict
+    """The rule on the claim's interval alone, before the gate and the null arm."""
+    reason: str | None = None
+    null_verdict: Verdict | None = None
+    gate_passed: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +453,11 @@ class Claim:
     kind
         ``"claim"`` (the paper states it; counted in the tally) or ``"control"`` (a check this
         reproduction adds; reported apart and never counted).
+    null
+        The null arm (:class:`Null`). Every measured claim needs one (or an exemption); a claim
+        without it cannot be reproduced. Controls may declare one.
+    gate
+        A precondition (:class:`Gate`), where the setting might be unable to show the effect.
     """
 
     id: str
@@ -169,6 +468,8 @@ class Claim:
     paper_value: float | str | None = None
     out_of_scale: str | None = None
     kind: Kind = "claim"
+    null: Null | None = None
+    gate: Gate | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -178,11 +479,58 @@ class Claim:
                 f"Claim {self.id!r}: give exactly one of rule (a testable claim) or "
                 "out_of_scale (the reason it cannot be tested at laptop scale)"
             )
+        if "/" in self.id:
+            raise ValueError(f"Claim id must not contain '/', got {self.id!r}")
 
-    def judge(self, measured: Measurement | None) -> Verdict:
+    @property
+    def gate_rule(self) -> Rule | None:
+        if self.gate is None:
+            return None
+        return self.gate.rule if self.gate.rule is not None else self.rule
+
+    def judge(
+        self,
+        measured: Measurement | None,
+        null: Measurement | None = None,
+        gate: Measurement | None = None,
+    ) -> Judgement:
+        """The verdict from the claim's, the null arm's and the gate's measurements."""
         if self.rule is None or measured is None:
-            return "out of scale"
-        return self.rule.verdict(measured)
+            return Judgement("out of scale", "out of scale", self.out_of_scale)
+        rule_verdict = self.rule.verdict(measured)
+        null_verdict = None if null is None else self.rule.verdict(null)
+        gate_passed = None
+        if self.gate is not None:
+            grule = self.gate_rule
+            assert grule is not None
+            if gate is None:
+                return Judgement(
+                    "inconclusive", rule_verdict, "gate not measured", null_verdict, None
+                )
+            gate_passed = math.isfinite(gate.mean) and grule.holds(gate.mean)
+            if not gate_passed:
+                return Judgement(
+                    "out of scale",
+                    rule_verdict,
+                    f"gate failed: {self.gate.check} = {_fmt(gate.mean)}, needs "
+                    f"{grule.op} {_fmt(grule.threshold)}",
+                    null_verdict,
+                    False,
+                )
+        passing = rule_verdict in ("reproduced", "partial")
+        reason = None
+        verdict: Verdict = rule_verdict
+        if rule_verdict == "inconclusive":
+            reason = f"interval {measured.interval} straddles the rule"
+        if passing and self.kind == "claim" and self.null is None:
+            verdict, reason = "inconclusive", "no null arm declared"
+        elif passing and self.null is not None and self.null.arm is not None:
+            if null is None:
+                verdict, reason = "inconclusive", "null arm not measured"
+            elif null_verdict in ("reproduced", "partial"):
+                verdict = "inconclusive"
+                reason = f"null arm ({self.null.arm}) is {null_verdict}: {_fmt(null.mean)}"
+        return Judgement(verdict, rule_verdict, reason, null_verdict, gate_passed)
 
     def rule_text(self) -> str:
         return (

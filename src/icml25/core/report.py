@@ -1,18 +1,34 @@
 """``results.json`` (the contract other tools read), ``report.md`` and the terminal table.
 
-``results.json``::
+``results.json`` (schema 2)::
 
-    {"schema": 1, "created": ISO time, "command": str, "environment": {...},
+    {"schema": 2, "created": ISO time, "command": str, "environment": {...},
      "methods": [{"method", "paper", "budget", "seeds", "wall_s",
                   "claims": [{"id", "kind": "claim" | "control", "statement", "where",
                               "metric", "paper_value",
                               "measured": {"mean", "std", "n", "values"} | null,
-                              "rule", "verdict"}],
+                              "interval": {"level", "low", "high", "method"} | null,
+                              "rule", "rule_verdict", "verdict", "reason": str | null,
+                              "null": {"arm", "measured", "interval", "verdict"}
+                                      | {"exempt": reason} | null,
+                              "gate": {"check", "rule", "measured", "interval",
+                                       "passed": bool | null}   (only where declared)}],
                   "figures": [paths relative to the report folder], "notes": [str],
                   "error": traceback | null}]}
 
-``kind`` was added later: an entry without it is a claim. Controls (checks a reproduction adds)
-have verdicts but are listed apart and never counted in the tally.
+Verdicts are ``reproduced``, ``partial``, ``not reproduced``, ``inconclusive`` (the interval
+straddles a threshold, or the null arm passes the rule) and ``out of scale`` (nothing a laptop
+can test, or a failed gate), or ``error`` when the reproduction crashed. ``rule_verdict`` is the
+rule on the claim's interval alone; ``reason`` says why ``verdict`` differs from it (or why it
+is inconclusive). ``interval`` is two-sided at ``level`` (0.9): ``method`` is ``t`` (Student's t
+over seeds), ``bootstrap (...)`` over items, ``exact``, ``none`` (too few values: unbounded,
+written as ``"-inf"`` / ``"inf"``) or a reproduction's own. The rules are in
+:mod:`icml25.core.claims`.
+
+Schema 1 files (written before intervals, null arms and gates) still load: their claims have no
+``interval``, ``null``, ``gate``, ``rule_verdict`` or ``reason``, and render without them.
+``kind`` was added within schema 1: an entry without it is a claim. Controls (checks a
+reproduction adds) have verdicts but are listed apart and never counted in the tally.
 """
 
 from __future__ import annotations
@@ -27,9 +43,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from icml25.core.claims import VERDICTS, Measurement
+from icml25.core.claims import VERDICTS, Interval, Measurement
 
-SCHEMA = 1
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
 _PACKAGES = ("icml25", "numpy", "scipy", "torch", "scikit-learn", "matplotlib", "rich")
 
 
@@ -85,13 +102,52 @@ def load_results(out_dir: Path) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"no results.json in {out_dir} (run `icml25 reproduce` first)")
     results: dict[str, Any] = json.loads(path.read_text())
-    if results.get("schema") != SCHEMA or "methods" not in results:
-        raise ValueError(f"{path} is not an icml25 results file (schema {SCHEMA})")
+    if results.get("schema") not in READABLE_SCHEMAS or "methods" not in results:
+        known = " or ".join(map(str, READABLE_SCHEMAS))
+        raise ValueError(f"{path} is not an icml25 results file (schema {known})")
     return results
 
 
-def measured_text(measured: dict[str, Any] | None) -> str:
-    return "—" if measured is None else str(Measurement.from_json(measured))
+def measured_text(measured: dict[str, Any] | None, interval: dict[str, Any] | None = None) -> str:
+    """``mean ± std (n=3)``, with the interval where there is one: ``0.8 [0.7, 0.9] t``."""
+    if measured is None:
+        return "—"
+    text = str(Measurement.from_json(measured))
+    if interval:
+        iv = Interval.from_json(interval)
+        method = iv.method.split(" ")[0]
+        text += f" {iv} {method}" if iv.bounded or method != "none" else " (no interval)"
+    return text
+
+
+def null_text(claim: dict[str, Any]) -> str:
+    """The null arm in a cell: its value and verdict, an exemption, or a dash."""
+    null = claim.get("null")
+    if not null:
+        return "—"
+    if "exempt" in null:
+        return f"exempt: {null['exempt']}"
+    value = measured_text(null.get("measured"), null.get("interval"))
+    return f"{null['arm']}: {value} → {null.get('verdict') or 'not measured'}"
+
+
+def gate_text(claim: dict[str, Any]) -> str:
+    gate = claim.get("gate")
+    if not gate:
+        return "—"
+    state = {True: "passed", False: "FAILED", None: "not measured"}[gate.get("passed")]
+    value = measured_text(gate.get("measured"))
+    return f"{state}: {gate['check']} = {value} (needs {gate.get('rule')})"
+
+
+def verdict_text(claim: dict[str, Any]) -> str:
+    """The verdict, with its reason where the gate, the null arm or the interval set it."""
+    reason = claim.get("reason")
+    return (
+        f"{claim['verdict']} ({reason})"
+        if reason and claim["verdict"] != "error"
+        else claim["verdict"]
+    )
 
 
 def kind_of(claim: dict[str, Any]) -> str:
@@ -99,21 +155,84 @@ def kind_of(claim: dict[str, Any]) -> str:
     return str(claim.get("kind", "claim"))
 
 
+COLUMNS = (
+    "method",
+    "id",
+    "paper",
+    "measured [90% interval]",
+    "rule",
+    "null arm",
+    "gate",
+    "verdict",
+)
+
+
 def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
-    """One row per claim (or per control, with ``kind="control"``): method, id, paper's value,
-    measured, rule, verdict."""
+    """One row per claim (or per control, with ``kind="control"``), in :data:`COLUMNS` order;
+    the last cell is the verdict with its reason (:func:`verdict_text`)."""
     rows = []
     for m in results["methods"]:
         if kind == "claim" and m.get("error") and not m["claims"]:
-            rows.append([m["method"], "—", "—", "—", "crashed before measuring", "error"])
+            rows.append([m["method"], "—", "—", "—", "crashed before measuring", "—", "—", "error"])
         for c in m["claims"]:
             if kind_of(c) != kind:
                 continue
             paper = "—" if c["paper_value"] is None else str(c["paper_value"])
             rows.append(
-                [m["method"], c["id"], paper, measured_text(c["measured"]), c["rule"], c["verdict"]]
+                [
+                    m["method"],
+                    c["id"],
+                    paper,
+                    measured_text(c["measured"], c.get("interval")),
+                    c["rule"],
+                    null_text(c),
+                    gate_text(c),
+                    verdict_text(c),
+                ]
             )
     return rows
+
+
+def why_moved(claim: dict[str, Any]) -> str:
+    """What set a (new) verdict: ``gate``, ``null`` (the null arm, or none declared),
+    ``interval`` (straddles the rule) or ``measurement`` (the value or the rule itself)."""
+    reason = claim.get("reason") or ""
+    if reason.startswith("gate"):
+        return "gate"
+    if "null" in reason:
+        return "null"
+    if claim.get("rule_verdict") == "inconclusive" or reason.startswith("interval"):
+        return "interval"
+    return "measurement"
+
+
+def moved_verdicts(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
+    """Claims and controls whose verdict differs between two results files (by method and id),
+    each with the new verdict's cause (:func:`why_moved`) and reason."""
+    before = {(m["method"], c["id"]): c for m in old["methods"] for c in m["claims"]}
+    moved = []
+    for m in new["methods"]:
+        for c in m["claims"]:
+            o = before.get((m["method"], c["id"]))
+            old_verdict = "absent" if o is None else o["verdict"]
+            if old_verdict != c["verdict"]:
+                moved.append(
+                    {
+                        "method": m["method"],
+                        "id": c["id"],
+                        "kind": kind_of(c),
+                        "old": old_verdict,
+                        "new": c["verdict"],
+                        "why": why_moved(c),
+                        "reason": c.get("reason") or "",
+                    }
+                )
+    return moved
+
+
+def tally_text(results: dict[str, Any]) -> str:
+    counts = verdict_counts(results)
+    return ", ".join(f"{counts[v]} {v}" for v in [*VERDICTS, "error"] if counts[v]) or "none"
 
 
 def verdict_counts(results: dict[str, Any]) -> Counter[str]:
@@ -144,26 +263,29 @@ def render_markdown(results: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v),
         "",
     ]
-    counts = verdict_counts(results)
-    order = [*VERDICTS, "error"]
-    lines += ["**Verdicts:** " + ", ".join(f"{counts[v]} {v}" for v in order if counts[v]), ""]
+    lines += [f"**Verdicts:** {tally_text(results)}", ""]
     lines += [time_line(results), ""]
     lines += [
-        "| method | claim | paper | measured | rule | verdict |",
-        "|---|---|---|---|---|---|",
+        "Each measurement carries a two-sided 90% interval (t over seeds, a bootstrap over "
+        "items, or exact); a verdict needs the whole interval past a threshold, a passing "
+        "null arm (the method without its mechanism) makes a claim inconclusive, and a failed "
+        "gate (the setting cannot show the effect) makes it out of scale.",
+        "",
     ]
-    lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in claim_rows(results)]
-    controls = claim_rows(results, kind="control")
-    if controls:
-        lines += [
-            "",
-            "**Controls** (checks the reproductions add, not claims of the papers; not counted "
-            "above):",
-            "",
-            "| method | control | paper | measured | rule | verdict |",
-            "|---|---|---|---|---|---|",
-        ]
-        lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in controls]
+    for kind in ("claim", "control"):
+        rows = claim_rows(results, kind=kind)
+        if kind == "control":
+            if not rows:
+                continue
+            lines += [
+                "",
+                "**Controls** (checks the reproductions add, not claims of the papers; not "
+                "counted above):",
+                "",
+            ]
+        header = [kind if col == "id" else col for col in COLUMNS]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
     for m in results["methods"]:
         paper = m["paper"]
         lines += [
@@ -177,10 +299,15 @@ def render_markdown(results: dict[str, Any]) -> str:
         ]
         for c in m["claims"]:
             control = " (control)" if kind_of(c) == "control" else ""
+            extra = ""
+            if c.get("null"):
+                extra += f"; null arm {null_text(c)}"
+            if c.get("gate"):
+                extra += f"; gate {gate_text(c)}"
             lines.append(
                 f"- **{c['id']}**{control} ({c['where']}): {c['statement']} — measured "
-                f"{c['metric']}: {measured_text(c['measured'])}; rule {c['rule']} → "
-                f"**{c['verdict']}**."
+                f"{c['metric']}: {measured_text(c['measured'], c.get('interval'))}; rule "
+                f"{c['rule']}{extra} → **{verdict_text(c)}**."
             )
         if m.get("notes"):
             lines += ["", *m["notes"]]
@@ -197,6 +324,12 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
     import shutil
 
     docs = root / "docs" / "reproduction"
+    previous = None
+    if (docs / "results.json").exists():
+        try:
+            previous = load_results(docs / "results.json")
+        except (ValueError, json.JSONDecodeError):
+            previous = None
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
@@ -217,9 +350,41 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
         f"`icml25 report {run_dir} --publish`. Its results.json is kept in "
         "[docs/reproduction/results.json](docs/reproduction/results.json).\n"
     )
+    if previous is not None:
+        head += "\n" + moved_section(previous, results) + "\n"
     path = root / "REPRODUCTION.md"
     path.write_text(head + body)
     return path
+
+
+def moved_section(previous: dict[str, Any], results: dict[str, Any]) -> str:
+    """The old and the new tally, and every claim or control whose verdict moved, with why."""
+    moved = moved_verdicts(previous, results)
+    lines = [
+        f"**Tally before** (the previously published run, `{previous.get('command', '?')}`): "
+        f"{tally_text(previous)}. **Now:** {tally_text(results)}.",
+        "",
+    ]
+    if not moved:
+        return "\n".join([*lines, "No verdict moved."])
+    lines += [
+        f"{len(moved)} verdicts moved (why: `interval` straddles the rule, `null` the null arm "
+        "passes or none was declared, `gate` the setting failed its precondition, "
+        "`measurement` the value or the rule itself):",
+        "",
+        "| method | id | kind | before | now | why | reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        "| "
+        + " | ".join(
+            _md_cell(x)
+            for x in (r["method"], r["id"], r["kind"], r["old"], r["new"], r["why"], r["reason"])
+        )
+        + " |"
+        for r in moved
+    ]
+    return "\n".join(lines)
 
 
 def _md_cell(text: str) -> str:
@@ -249,6 +414,7 @@ def print_table(results: dict[str, Any], console: Any = None) -> None:
         "reproduced": "green",
         "partial": "yellow",
         "not reproduced": "red",
+        "inconclusive": "magenta",
         "out of scale": "dim",
         "error": "bold red",
     }
@@ -257,8 +423,9 @@ def print_table(results: dict[str, Any], console: Any = None) -> None:
         if not rows and kind == "control":
             continue
         table = Table(title=title, show_lines=False)
-        for col in ("method", kind, "paper", "measured", "rule", "verdict"):
-            table.add_column(col, overflow="fold")
+        for col in COLUMNS:
+            table.add_column(kind if col == "id" else col, overflow="fold")
         for row in rows:
-            table.add_row(*row[:-1], f"[{style.get(row[-1], '')}]{row[-1]}[/]")
+            verdict = row[-1].split(" (")[0]
+            table.add_row(*row[:-1], f"[{style.get(verdict, '')}]{row[-1]}[/]")
         console.print(table)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.core.claims import Claim, Measurement
+from icml25.core.claims import Claim, Measurement, gate_key, null_key
 from icml25.core.registry import Method
 
 Budget = Literal["tiny", "quick", "full"]
@@ -66,9 +66,12 @@ def run_method(
     try:
         claims = method.claims()
         raw = method.reproducer()(ctx)
-        unknown = set(raw) - {c.id for c in claims}
+        unknown = set(raw) - expected_keys(claims)
         if unknown:
-            raise KeyError(f"reproduce() returned values for unknown claims: {sorted(unknown)}")
+            raise KeyError(
+                f"reproduce() returned values for unknown claims, null arms or gates: "
+                f"{sorted(unknown)} (a null arm or gate must be declared on its Claim)"
+            )
         measured = {k: Measurement.of(v) for k, v in raw.items()}
     except KeyboardInterrupt:
         raise
@@ -85,6 +88,55 @@ def run_method(
         figures=ctx.figures,
         notes=ctx.notes,
     )
+
+
+def expected_keys(claims: Sequence[Claim]) -> set[str]:
+    """The keys ``reproduce`` may return: claim ids, and null arms and gates they declare."""
+    keys = {c.id for c in claims}
+    keys |= {null_key(c.id) for c in claims if c.null is not None and c.null.arm is not None}
+    keys |= {gate_key(c.id) for c in claims if c.gate is not None}
+    return keys
+
+
+def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -> dict[str, Any]:
+    """One claim's row of ``results.json`` (schema in :mod:`icml25.core.report`)."""
+    m, nm, gm = measured.get(c.id), measured.get(null_key(c.id)), measured.get(gate_key(c.id))
+    j = c.judge(m, nm, gm)
+    row: dict[str, Any] = {
+        "id": c.id,
+        "kind": c.kind,
+        "statement": c.statement,
+        "where": c.where,
+        "metric": c.metric,
+        "paper_value": c.paper_value,
+        "measured": m.to_json() if m is not None else None,
+        "interval": m.interval.to_json() if m is not None else None,
+        "rule": c.rule_text(),
+        "rule_verdict": "error" if error else j.rule_verdict,
+        "verdict": "error" if error else j.verdict,
+        "reason": None if error else j.reason,
+    }
+    if c.null is None:
+        row["null"] = None
+    elif c.null.exempt is not None:
+        row["null"] = {"exempt": c.null.exempt}
+    else:
+        row["null"] = {
+            "arm": c.null.arm,
+            "measured": nm.to_json() if nm is not None else None,
+            "interval": nm.interval.to_json() if nm is not None else None,
+            "verdict": j.null_verdict,
+        }
+    if c.gate is not None:
+        grule = c.gate_rule
+        row["gate"] = {
+            "check": c.gate.check,
+            "rule": grule.describe() if grule is not None else None,
+            "measured": gm.to_json() if gm is not None else None,
+            "interval": gm.interval.to_json() if gm is not None else None,
+            "passed": j.gate_passed,
+        }
+    return row
 
 
 def make_entry(
@@ -111,20 +163,7 @@ def make_entry(
         "budget": budget,
         "seeds": [int(s) for s in seeds],
         "wall_s": round(wall_s, 2),
-        "claims": [
-            {
-                "id": c.id,
-                "kind": c.kind,
-                "statement": c.statement,
-                "where": c.where,
-                "metric": c.metric,
-                "paper_value": c.paper_value,
-                "measured": measured[c.id].to_json() if c.id in measured else None,
-                "rule": c.rule_text(),
-                "verdict": "error" if error else c.judge(measured.get(c.id)),
-            }
-            for c in claims
-        ],
+        "claims": [claim_entry(c, measured, error) for c in claims],
         "figures": list(figures),
         "notes": list(notes),
         "error": error,
