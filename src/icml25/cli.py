@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from icml25.core import report as rep
+from icml25.core.html import write_html
 from icml25.core.parallel import EXECUTORS, run_methods
 from icml25.core.runner import BUDGETS
 from icml25.methods import load_all
@@ -168,8 +169,10 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     results = rep.build_results(entries, command)
     rep.write_results(results, out)
     rep.write_report(results, out)
+    page = write_html(results, out)
     rep.print_table(results)
     print(f"report: {out / 'report.md'}")
+    print(f"report: {page} (open it in a browser)")
     if any(e["error"] for e in entries):
         for e in entries:
             if e["error"]:
@@ -187,8 +190,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
     path = rep.write_report(results, args.dir)
+    page = write_html(results, args.dir)
     rep.print_table(results)
     print(f"report: {path}")
+    print(f"report: {page} (open it in a browser)")
     if args.publish:
         print(f"published: {rep.publish(results, args.dir, Path.cwd())}")
     return 0

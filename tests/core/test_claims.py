@@ -253,7 +253,10 @@ FAIL = Measurement.exact(0.1)
 WIDE = _iv(0.5, 0.99)
 
 
-def _claim(null=Null(arm="no mechanism"), gate=None, kind="claim"):
+ARM = Null(arm="no mechanism")
+
+
+def _claim(null=ARM, gate=None, kind="claim"):
     return Claim("c", "s", "w", "m", Rule(">=", 0.9, partial=0.7), kind=kind, null=null, gate=gate)
 
 

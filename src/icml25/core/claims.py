@@ -521,7 +521,12 @@ class Claim:
         reason = None
         verdict: Verdict = rule_verdict
         if rule_verdict == "inconclusive":
-            reason = f"interval {measured.interval} straddles the rule"
+            iv = measured.interval
+            reason = (
+                f"interval {iv} straddles the rule"
+                if iv.bounded
+                else f"no interval: {iv.method.removeprefix('none ').strip('()')}"
+            )
         if passing and self.kind == "claim" and self.null is None:
             verdict, reason = "inconclusive", "no null arm declared"
         elif passing and self.null is not None and self.null.arm is not None:

@@ -338,6 +338,9 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
             (docs / fig).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(run_dir / fig, docs / fig)
     (docs / "results.json").write_text(json.dumps(results, indent=2))
+    from icml25.core.html import write_html
+
+    write_html(results, run_dir, docs / "report.html")
     body = render_markdown(results).split("\n", 1)[1]
     for m in results["methods"]:
         for fig in m.get("figures", []):
@@ -348,7 +351,9 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
         f"The latest full run, made with `{results['command']}` at commit "
         f"`{env.get('git_commit')}` on {env['platform']}, and published with "
         f"`icml25 report {run_dir} --publish`. Its results.json is kept in "
-        "[docs/reproduction/results.json](docs/reproduction/results.json).\n"
+        "[docs/reproduction/results.json](docs/reproduction/results.json); the same "
+        "results as one page with interval plots: "
+        "[docs/reproduction/report.html](docs/reproduction/report.html).\n"
     )
     if previous is not None:
         head += "\n" + moved_section(previous, results) + "\n"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from icml25.core.claims import Claim, Measurement, gate_key, null_key
+from icml25.core.claims import Claim, Measurement, Rule, gate_key, null_key
 from icml25.core.registry import Method
 
 Budget = Literal["tiny", "quick", "full"]
@@ -131,7 +131,7 @@ def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -
         grule = c.gate_rule
         row["gate"] = {
             "check": c.gate.check,
-            "rule": grule.describe() if grule is not None else None,
+            "rule": Rule(grule.op, grule.threshold).describe() if grule is not None else None,
             "measured": gm.to_json() if gm is not None else None,
             "interval": gm.interval.to_json() if gm is not None else None,
             "passed": j.gate_passed,
