@@ -249,3 +249,12 @@ def test_schema_1_files_still_load_and_render(tmp_path):
     (moved,) = rep.moved_verdicts(old, new)
     assert (moved["old"], moved["new"], moved["why"]) == ("reproduced", "inconclusive", "null")
     assert "1 verdicts moved" in rep.moved_section(old, new)
+
+
+def test_tiny_report_says_it_is_a_smoke_test(tmp_path, monkeypatch):
+    claims = (Claim("x", "a", "w", "m", Rule(">=", 0.5), null=Null(exempt="why")),)
+    m = _module(monkeypatch, "icml25_fake_tiny", claims, lambda ctx: {"x": 1.0})
+    for budget, smoke in (("tiny", True), ("quick", False)):
+        entry = run_method(m, budget=budget, seeds=[0], out_dir=tmp_path)
+        md = rep.render_markdown(rep.build_results([entry], "cmd"))
+        assert ("This is a smoke test" in md) is smoke

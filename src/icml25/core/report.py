@@ -263,6 +263,13 @@ def render_markdown(results: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in env["packages"].items() if v),
         "",
     ]
+    if {m["budget"] for m in results["methods"]} == {"tiny"}:
+        lines += [
+            "**This is a smoke test (budget `tiny`): its numbers and verdicts mean nothing.** "
+            "It checks that every reproduction runs end to end; use `--budget quick` or "
+            "`full` for results.",
+            "",
+        ]
     lines += [f"**Verdicts:** {tally_text(results)}", ""]
     lines += [time_line(results), ""]
     lines += [
