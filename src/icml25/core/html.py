@@ -331,7 +331,8 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
     )
     budget = {m["budget"] for m in methods}
     smoke = (
-        "<p><b>This is a smoke test (budget <code>tiny</code>): its numbers mean nothing.</b></p>"
+        "<p><b>This is a smoke test (budget <code>tiny</code>): its numbers and verdicts mean "
+        "nothing.</b> It checks that every reproduction runs end to end.</p>"
         if budget == {"tiny"}
         else ""
     )
