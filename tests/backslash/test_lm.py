@@ -98,7 +98,7 @@ def test_lm_block_says_plainly_when_the_llm_extra_is_absent(tmp_path, monkeypatc
     assert R.lm_block(ctx, R.BUDGETS["tiny"].lm) == {}
     assert any("did not run" in n and "[llm]" in n for n in ctx.notes)
     claim = next(c for c in R.CLAIMS if c.id == "lm_size")
-    assert claim.judge(None) == "out of scale"
+    assert claim.judge(None).verdict == "out of scale"
 
 
 @pytest.mark.skipif(
