@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also write ./REPRODUCTION.md and ./docs/reproduction/ (figures, results.json)",
     )
+    col = sub.add_parser(
+        "collect",
+        help="one results.json from several runs (nothing re-run; the last source wins per method)",
+    )
+    col.add_argument("out", type=Path, help="folder for the collected results.json")
+    col.add_argument("sources", type=Path, nargs="+", metavar="SOURCE", help="run folders")
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
     loc.add_argument("issue_file", type=Path, help="a text file with the issue")
     loc.add_argument("--repo", type=Path, required=True, help="the repository to search")
@@ -199,6 +205,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    try:
+        results = rep.collect(list(args.sources), args.out, "icml25 " + shlex.join(argv))
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    rep.write_report(results, args.out)
+    write_html(results, args.out)
+    rep.print_table(results)
+    print(f"collected: {args.out / 'results.json'}")
+    print(f"publish it with: icml25 report {args.out} --publish")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -206,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_list()
     if args.command == "reproduce":
         return cmd_reproduce(args, argv)
+    if args.command == "collect":
+        return cmd_collect(args, argv)
     if args.command == "localize":
         from icml25.orcaloca.cli import run_localize
 

@@ -59,3 +59,27 @@ def test_bad_arguments_are_clear(tmp_path):
     assert r.returncode == 2 and "--address needs --executor ray" in r.stderr
     r = _run("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no results.json" in r.stderr
+    r = _run("collect", str(tmp_path / "out"), str(tmp_path / "missing"))
+    assert r.returncode == 2 and "no results.json" in r.stderr
+
+
+def test_collect_then_publish(tmp_path):
+    """A quick run collected with a later one, then published: the sources table names both."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert (
+        _run(
+            "reproduce", "pan_privacy", "--budget", "tiny", "--seeds", "0", "--out", str(first)
+        ).returncode
+        == 0
+    )
+    assert (
+        _run(
+            "reproduce", "signsgd_risk", "--budget", "tiny", "--seeds", "0", "--out", str(second)
+        ).returncode
+        == 0
+    )
+    r = _run("collect", str(tmp_path / "pub"), str(first), str(second))
+    assert r.returncode == 0, r.stderr
+    results = json.loads((tmp_path / "pub" / "results.json").read_text())
+    assert {m["method"] for m in results["methods"]} == {"signsgd_risk", "pan_privacy"}
+    assert {s["source"] for s in results["sources"]} == {str(first), str(second)}

@@ -258,3 +258,122 @@ def test_tiny_report_says_it_is_a_smoke_test(tmp_path, monkeypatch):
         entry = run_method(m, budget=budget, seeds=[0], out_dir=tmp_path)
         md = rep.render_markdown(rep.build_results([entry], "cmd"))
         assert ("This is a smoke test" in md) is smoke
+
+
+def _schema1(values, rule="mean >= 0.8 (partial if >= 0.5)", verdict="reproduced", method="fake"):
+    return {
+        "schema": 1,
+        "created": "2026-01-01T00:00:00+00:00",
+        "command": f"icml25 reproduce {method} --budget full",
+        "environment": {"python": "3.11", "platform": "x", "packages": {}, "git_commit": "abc"},
+        "methods": [
+            {
+                "method": method,
+                "paper": {"title": "T", "authors": "A", "venue": "ICML 2025", "url": "u"},
+                "budget": "full",
+                "seeds": list(range(len(values))),
+                "wall_s": 1.0,
+                "claims": [
+                    {
+                        "id": "acc",
+                        "statement": "s",
+                        "where": "w",
+                        "metric": "m",
+                        "paper_value": 0.9,
+                        "measured": Measurement.of(values).to_json(),
+                        "rule": rule,
+                        "verdict": verdict,
+                    },
+                    {
+                        "id": "big",
+                        "statement": "s",
+                        "where": "w",
+                        "metric": "-",
+                        "paper_value": None,
+                        "measured": None,
+                        "rule": "out of scale: 1000 GPUs",
+                        "verdict": "out of scale",
+                    },
+                ],
+                "figures": [f"{method}/curve.png"],
+                "notes": [],
+                "error": None,
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Rule(">=", 0.8),
+        Rule("<=", 0.4, partial=0.7),
+        Rule(">", -1.5, partial=-3.0),
+        Rule("<", 1e-5),
+        Rule(">=", 12345.0, partial=100.0),
+    ],
+)
+def test_parse_rule_inverts_describe(rule):
+    parsed = rep.parse_rule(rule.describe())
+    assert parsed is not None
+    # describe() rounds to three decimals or three significant digits: compare what it shows
+    assert parsed.describe() == rule.describe() and parsed.op == rule.op
+
+
+def test_parse_rule_refuses_other_text():
+    assert rep.parse_rule("out of scale: 1000 GPUs") is None
+    assert rep.parse_rule("median >= 1") is None
+
+
+def test_rejudge_schema1_uses_t_intervals_and_never_reproduces():
+    clear = rep.rejudge_schema1(_schema1([0.9, 0.91, 0.92])["methods"][0])
+    acc, big = clear["claims"]
+    # the t interval of the old per-seed values, by scipy
+    from scipy import stats
+
+    lo, hi = stats.t.interval(0.9, 2, loc=0.91, scale=stats.sem([0.9, 0.91, 0.92]))
+    assert acc["interval"]["low"] == pytest.approx(lo) and acc["interval"]["high"] == pytest.approx(
+        hi
+    )
+    assert acc["rule_verdict"] == "reproduced" and acc["verdict"] == "inconclusive"
+    assert acc["reason"] == rep.PRE_AUDIT and rep.why_moved(acc) == "null"
+    assert big["verdict"] == "out of scale" and big["interval"] is None
+    noisy = rep.rejudge_schema1(_schema1([0.3, 0.95, 0.99])["methods"][0])
+    assert noisy["claims"][0]["verdict"] == "inconclusive"
+    assert "straddles" in noisy["claims"][0]["reason"]
+    failed = rep.rejudge_schema1(
+        _schema1([0.1, 0.12, 0.11], verdict="not reproduced")["methods"][0]
+    )
+    assert failed["claims"][0]["verdict"] == "not reproduced"
+    assert "schema-1" in clear["notes"][-1]
+
+
+def test_collect_takes_each_method_from_the_last_source_and_publishes(tmp_path):
+    a, b, out, root = (tmp_path / n for n in ("a", "b", "out", "root"))
+    for d, res in ((a, _schema1([0.9, 0.91, 0.92])), (b, _schema1([0.1, 0.1, 0.2], method="fake"))):
+        (d / "fake").mkdir(parents=True)
+        (d / "fake" / "curve.png").write_bytes(d.name.encode())
+        (d / "results.json").write_text(json.dumps(res))
+    new = _schema1([0.5], method="other")
+    new["schema"] = 2
+    new["methods"][0]["figures"] = []
+    new["methods"][0]["claims"] = new["methods"][0]["claims"][1:]
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "results.json").write_text(json.dumps(new))
+    results = rep.collect([a, b, tmp_path / "c"], out, "icml25 collect out a b c")
+    assert [m["method"] for m in results["methods"]] == ["fake", "other"]
+    assert [s["source"] for s in results["sources"]] == [str(b), str(tmp_path / "c")]
+    fake = results["methods"][0]
+    assert fake["claims"][0]["measured"]["values"] == [0.1, 0.1, 0.2]
+    assert (out / "fake" / "curve.png").read_bytes() == b"b"
+    assert rep.load_results(out)["sources"] == results["sources"]
+    root.mkdir()
+    page = rep.publish(rep.load_results(out), out, root).read_text()
+    assert "collected with `icml25 collect out a b c`" in page
+    assert "| fake | full | 0,1,2 | `icml25 reproduce fake --budget full` | `abc` | 1 |" in page
+    assert (root / "docs" / "reproduction" / "fake" / "curve.png").exists()
+
+
+def test_collect_refuses_a_folder_without_results(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no results\.json"):
+        rep.collect([tmp_path], tmp_path / "out", "x")

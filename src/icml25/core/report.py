@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import json
 import platform
+import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -43,7 +45,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from icml25.core.claims import VERDICTS, Interval, Measurement
+from icml25.core.claims import VERDICTS, Claim, Interval, Measurement, Rule
 
 SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
@@ -193,6 +195,123 @@ def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
     return rows
 
 
+_RULE = re.compile(r"^mean (>=|<=|>|<) (\S+)(?: \(partial if (?:>=|<=|>|<) (\S+)\))?$")
+PRE_AUDIT = "null arm not measured (a schema-1 run, made before the power audit)"
+
+
+def parse_rule(text: str) -> Rule | None:
+    """The :class:`Rule` that :meth:`Rule.describe` wrote as ``text`` (None for any other
+    text, such as an out-of-scale reason)."""
+    m = _RULE.match(text.strip())
+    if m is None:
+        return None
+    op, threshold, partial = m.groups()
+    return Rule(op, float(threshold), None if partial is None else float(partial))  # type: ignore[arg-type]
+
+
+def rejudge_schema1(entry: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 method entry judged by today's engine, without re-running anything.
+
+    Each claim's interval comes from its per-seed values (Student's t; unbounded for fewer than
+    3 seeds). Schema-1 runs measured no null arm, so a claim whose rule passes cannot be
+    reproduced: it is inconclusive with :data:`PRE_AUDIT` as the reason. Claims out of scale,
+    crashed or with a rule this code did not write keep their verdict."""
+    out = dict(entry)
+    claims = []
+    for c in entry["claims"]:
+        row = dict(c)
+        row.setdefault("kind", "claim")
+        rule = parse_rule(c.get("rule", ""))
+        measured = c.get("measured")
+        if rule is None or not measured or c.get("verdict") in ("out of scale", "error"):
+            row.update(interval=None, rule_verdict=c.get("verdict"), reason=None, null=None)
+            claims.append(row)
+            continue
+        claim = Claim(c["id"], c["statement"], c["where"], c["metric"], rule, kind=row["kind"])
+        m = Measurement.from_json(measured)
+        j = claim.judge(m)
+        reason = j.reason
+        if reason == "no null arm declared":
+            reason = PRE_AUDIT
+        row.update(
+            interval=m.interval.to_json(),
+            rule_verdict=j.rule_verdict,
+            verdict=j.verdict,
+            reason=reason,
+            null=None,
+        )
+        claims.append(row)
+    out["claims"] = claims
+    note = (
+        "Re-judged from a schema-1 run (before the power audit of issue 48): intervals from its "
+        "per-seed values; its null arms were not measured, so none of its claims counts as "
+        "reproduced."
+    )
+    out["notes"] = [*entry.get("notes", []), note]
+    return out
+
+
+def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
+    """One results file from several runs (nothing is re-run): each method's entry from the
+    last source that has it, schema-1 entries re-judged (:func:`rejudge_schema1`), figures
+    copied. ``results["sources"]`` records where each method came from."""
+    from icml25.methods import load_all
+
+    entries: dict[str, dict[str, Any]] = {}
+    origin: dict[str, dict[str, Any]] = {}
+    for src in sources:
+        results = load_results(src)
+        src_dir = src if src.is_dir() else src.parent
+        for m in results["methods"]:
+            entry = m if results["schema"] >= 2 else rejudge_schema1(m)
+            for fig in entry.get("figures", []):
+                if (src_dir / fig).exists():
+                    (out_dir / fig).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src_dir / fig, out_dir / fig)
+            entries[m["method"]] = entry
+            origin[m["method"]] = {
+                "method": m["method"],
+                "source": str(src),
+                "command": results.get("command"),
+                "commit": results.get("environment", {}).get("git_commit"),
+                "created": results.get("created"),
+                "schema": results["schema"],
+            }
+    order = [slug for slug in load_all() if slug in entries]
+    order += [slug for slug in entries if slug not in order]
+    collected = build_results([entries[s] for s in order], command)
+    collected["sources"] = [origin[s] for s in order]
+    write_results(collected, out_dir)
+    return collected
+
+
+def sources_text(results: dict[str, Any]) -> str:
+    """Where each method of a collected results file came from (a Markdown table)."""
+    lines = [
+        "| method | budget | seeds | command | commit | schema |",
+        "|---|---|---|---|---|---|",
+    ]
+    budgets = {m["method"]: m for m in results["methods"]}
+    for s in results.get("sources", []):
+        m = budgets.get(s["method"], {})
+        lines.append(
+            "| "
+            + " | ".join(
+                _md_cell(str(x))
+                for x in (
+                    s["method"],
+                    m.get("budget", "?"),
+                    ",".join(map(str, m.get("seeds", []))),
+                    f"`{s['command']}`",
+                    f"`{(s['commit'] or '?')[:9]}`",
+                    s["schema"],
+                )
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
 def why_moved(claim: dict[str, Any]) -> str:
     """What set a (new) verdict: ``gate``, ``null`` (the null arm, or none declared),
     ``interval`` (straddles the rule) or ``measurement`` (the value or the rule itself)."""
@@ -328,8 +447,6 @@ def render_markdown(results: dict[str, Any]) -> str:
 def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
     """Write ``root/REPRODUCTION.md`` from a finished run, with its figures and results.json
     copied to ``root/docs/reproduction/`` (the repository's record of the latest full run)."""
-    import shutil
-
     docs = root / "docs" / "reproduction"
     previous = None
     if (docs / "results.json").exists():
@@ -353,6 +470,26 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
         for fig in m.get("figures", []):
             body = body.replace(f"]({fig})", f"](docs/reproduction/{fig})")
     env = results["environment"]
+    if results.get("sources"):
+        head = (
+            "# Reproduction results\n\n"
+            f"The latest full results, collected with `{results['command']}` (nothing re-run) "
+            f"at commit `{env.get('git_commit')}`, and published with "
+            f"`icml25 report {run_dir} --publish`. Each method comes from the run below; "
+            "schema-1 runs were made before the power audit (issue 48) and are re-judged "
+            "with intervals from their per-seed values, without null arms, so none of their "
+            "claims counts as reproduced. Its results.json is kept in "
+            "[docs/reproduction/results.json](docs/reproduction/results.json); the same "
+            "results as one page with interval plots: "
+            "[docs/reproduction/report.html](docs/reproduction/report.html).\n\n"
+            + sources_text(results)
+            + "\n"
+        )
+        if previous is not None:
+            head += "\n" + moved_section(previous, results) + "\n"
+        path = root / "REPRODUCTION.md"
+        path.write_text(head + body)
+        return path
     head = (
         "# Reproduction results\n\n"
         f"The latest full run, made with `{results['command']}` at commit "
