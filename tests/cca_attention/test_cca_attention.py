@@ -388,3 +388,69 @@ def test_forward_cost_times_forward_and_backward(method):
         cost = forward_cost_here(method, 512, repeats=2, backward=backward, threads=1)
         assert set(cost) == {"seconds", "cpu_seconds", "mib"}
         assert cost["seconds"] > 0 and cost["cpu_seconds"] > 0
+
+
+def _sdpa_parameters():
+    """SDPA's parameter names, read from PyTorch's own docstring (the builtin has no
+    inspectable signature)."""
+    import re
+
+    head = F.scaled_dot_product_attention.__doc__.split("->")[0]
+    return re.findall(r"(\w+)(?:=[^,)]*)?[,)]", head.split("(", 1)[1])
+
+
+def test_the_signature_is_sdpas():
+    """SDPA's parameters in SDPA's order, positional up to is_causal (scale and enable_gqa
+    are keyword-only in SDPA: calling it with 7 positional arguments is a TypeError)."""
+    import inspect
+
+    params = inspect.signature(cca_attention).parameters
+    sdpa = _sdpa_parameters()
+    assert sdpa[:3] == ["query", "key", "value"] and "is_causal" in sdpa
+    assert list(params)[: len(sdpa)] == sdpa
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == sdpa[: sdpa.index("is_causal") + 1]
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_a_partial_replaces_sdpa_in_a_causal_call(kv_heads):
+    """With the window as long as the sequence no core token is visible, so CCA is causal full
+    attention: a partial called exactly as SDPA (positional scale, enable_gqa) equals it."""
+    from functools import partial
+
+    q, k, v = _qkv(24, heads=4, kv_heads=kv_heads)
+    attn = partial(cca_attention, group_size=4, window=24)
+    gqa = kv_heads != 4
+    want = F.scaled_dot_product_attention(q, k, v, None, 0.0, True, scale=0.3, enable_gqa=gqa)
+    got = attn(q, k, v, None, 0.0, True, scale=0.3, enable_gqa=gqa)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(
+        attn(q, k, v, is_causal=True),
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa),
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_runs_in_float32_and_keeps_its_dtype(dtype):
+    q, k, v = (t.float() for t in _qkv(40))
+    ref = cca_attention(q, k, v, group_size=4, window=8)
+    out = cca_attention(q.to(dtype), k.to(dtype), v.to(dtype), group_size=4, window=8)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_what_cca_cannot_do_is_refused_by_name():
+    q, k, v = _qkv(16, heads=4, kv_heads=2)
+    gw = {"group_size": 4, "window": 4}
+    with pytest.raises(ValueError, match="takes no attn_mask"):
+        cca_attention(q, k, v, torch.ones(16, 16, dtype=torch.bool), **gw)
+    with pytest.raises(ValueError, match="is_causal must be True"):
+        cca_attention(q, k, v, is_causal=False, **gw)
+    with pytest.raises(ValueError, match="no attention dropout"):
+        cca_attention(q, k, v, dropout_p=0.1, **gw)
+    with pytest.raises(TypeError, match="share one dtype"):
+        cca_attention(q.float(), k, v, **gw)
+    with pytest.raises(ValueError, match="scale must be None or a positive"):
+        cca_attention(q, k, v, scale=float("nan"), **gw)
+    with pytest.raises(ValueError, match=r"look like \(B, L, H, D\)"):
+        cca_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), **gw)

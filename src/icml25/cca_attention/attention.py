@@ -82,6 +82,19 @@ def _check(q: Tensor, k: Tensor, v: Tensor, group_size: int, window: int) -> Non
             raise ValueError(f"{name} must be (B, H, L, D), got shape {tuple(t.shape)}")
     if k.shape[:3] != v.shape[:3]:
         raise ValueError(f"key {tuple(k.shape)} and value {tuple(v.shape)} must agree on B, H, L")
+    if (
+        q.shape[1] == k.shape[1]
+        and q.shape[2] != k.shape[2]
+        and q.shape[2] % k.shape[2] == 0
+        and q.shape[0] == k.shape[0]
+        and q.shape[3] == k.shape[3]
+    ):
+        raise ValueError(
+            f"query {tuple(q.shape)} and key {tuple(k.shape)} must agree on B, L and D "
+            "(causal self-attention); they look like (B, L, H, D) with fewer key heads: "
+            "cca_attention takes (B, H, L, D), as SDPA, so pass query.transpose(1, 2) (and "
+            "key, value likewise)"
+        )
     if q.shape[0] != k.shape[0] or q.shape[2] != k.shape[2] or q.shape[3] != k.shape[3]:
         raise ValueError(
             f"query {tuple(q.shape)} and key {tuple(k.shape)} must agree on B, L and D "
@@ -132,15 +145,29 @@ def cca_attention(
     query: Tensor,
     key: Tensor,
     value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = True,
     *,
+    scale: float | None = None,
+    enable_gqa: bool = False,
     group_size: int,
     window: int,
-    scale: float | None = None,
     pool: str = "attention",
     block_size: int | None = None,
     low_memory: bool = True,
 ) -> Tensor:
     """Causal CCA attention, ``(B, H, L, D)`` in and out (see the module docstring).
+
+    The positional arguments are those of ``torch.nn.functional.scaled_dot_product_attention``,
+    so ``functools.partial(cca_attention, group_size=16, window=256)`` replaces it where a model
+    calls SDPA for causal self-attention. What CCA cannot do is refused by name: an
+    ``attn_mask`` (CCA's groups fix the pattern; pass ``None`` and ``is_causal=True``),
+    ``is_causal=False`` (CCA is defined causally), ``dropout_p > 0``. ``is_causal`` defaults
+    to True here (SDPA's default is False). Keys and values may have fewer heads than the
+    queries (GQA) whatever ``enable_gqa`` says (accepted for the signature). float16 and
+    bfloat16 inputs are computed in float32 and returned in their own dtype (the CPU kernel
+    has no half-precision path); all three inputs must share one dtype and device.
 
     Queries run in blocks of ``block_size`` (default 512, rounded up to a multiple of ``g``)
     over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
@@ -151,16 +178,67 @@ def cca_attention(
     runs all heads in each call (~10% faster at 16K-32K, ~1/g of the output more memory).
     Same result either way. Differentiable, with a recomputing backward."""
     _check(query, key, value, group_size, window)
+    _check_sdpa_options(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if not isinstance(low_memory, bool):
         raise TypeError(f"low_memory must be a bool, got {type(low_memory).__name__}")
-    key, value = expand_kv(query, key, value)
-    scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else scale
     if pool not in ("attention", "mean"):
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
+    dtype = query.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        query, key, value = query.float(), key.float(), value.float()
+    key, value = expand_kv(query, key, value)
+    scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else float(scale)
     nq = _block_rows(group_size, window, block_size)
     out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory)
     assert isinstance(out, torch.Tensor)
-    return out
+    return out.to(dtype)
+
+
+def _check_sdpa_options(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Any,
+    dropout_p: Any,
+    is_causal: Any,
+    scale: Any,
+    enable_gqa: Any,
+) -> None:
+    """SDPA's options that CCA takes, and clear errors for those it cannot honour."""
+    if attn_mask is not None:
+        raise ValueError(
+            "cca_attention takes no attn_mask: CCA's groups and window fix the attention "
+            "pattern (causal); pass attn_mask=None with is_causal=True"
+        )
+    if is_causal is not True:
+        raise ValueError(
+            f"cca_attention is causal self-attention: is_causal must be True, got {is_causal!r}"
+        )
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise TypeError(f"dropout_p must be a number, got {type(dropout_p).__name__}")
+    if dropout_p != 0:
+        raise ValueError(
+            f"cca_attention has no attention dropout: dropout_p must be 0, got {dropout_p}"
+        )
+    if scale is not None and (
+        isinstance(scale, bool)
+        or not isinstance(scale, (int, float))
+        or not math.isfinite(scale)
+        or scale <= 0
+    ):
+        raise ValueError(f"scale must be None or a positive finite number, got {scale!r}")
+    if not isinstance(enable_gqa, bool):
+        raise TypeError(f"enable_gqa must be a bool, got {type(enable_gqa).__name__}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(
+            f"query, key and value must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}"
+        )
+    if not q.is_floating_point():
+        raise TypeError(f"query, key and value must be floating point, got {q.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(
+            f"query, key and value must be on one device, got {q.device}, {k.device}, {v.device}"
+        )
 
 
 def attend(
