@@ -50,6 +50,6 @@ register(
     url="https://arxiv.org/abs/2502.01804",
     summary="A bank of experts and a router from domain weights to mixing coefficients: "
     "instantiate a small specialist model for any domain mixture without training.",
-    quick_seconds=35,
+    quick_seconds=60,
     module="icml25.soup_of_experts.reproduce",
 )
