@@ -78,6 +78,6 @@ register(
     summary="Compositional generalisation is driven by the diversity of seen combinations (k), "
     "not data scale (N); linearly factored representations (high additive R^2) generalise "
     "from few combinations.",
-    quick_seconds=40,
+    quick_seconds=60,
     module="icml25.compositional.reproduce",
 )
