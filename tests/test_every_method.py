@@ -88,7 +88,6 @@ def test_test_files_have_unique_basenames():
 NOT_YET_AUDITED = {
     "backslash",
     "cca_attention",
-    "compositional",
     "constrained_clustering",
     "drift_calibration",
     "enzyme_rag",
@@ -104,7 +103,6 @@ NOT_YET_AUDITED = {
     "pfl_tradeoff",
     "pointwise_info",
     "signsgd_risk",
-    "soup_of_experts",
 }
 
 

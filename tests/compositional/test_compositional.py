@@ -275,6 +275,7 @@ def test_multihead_net_shapes() -> None:
 # ------------------------------------------------------------------------------ images
 
 
+@pytest.mark.filterwarnings("ignore:combinations leave")  # k = 1 with hues in order: on purpose
 def test_images_follow_the_design_and_n_is_independent_of_k() -> None:
     rng = np.random.default_rng(8)
     grey = rng.random((60, 6, 6)).astype(np.float32)
@@ -304,6 +305,7 @@ def test_position_concept_moves_the_item() -> None:
         assert cols.tolist() == list(range(lab[2], lab[2] + 3))
 
 
+@pytest.mark.filterwarnings("ignore:combinations leave")
 def test_same_seed_same_images() -> None:
     rng = np.random.default_rng(9)
     grey = rng.random((40, 4, 4)).astype(np.float32)
@@ -315,3 +317,83 @@ def test_same_seed_same_images() -> None:
         grey, classes, combinations=cyclic_design(4, 2), n_images=30, seed=3
     )
     assert np.array_equal(a.images, b.images) and np.array_equal(a.labels, b.labels)
+
+
+# ------------------------------------------------------------- colour order and channels
+
+
+def test_disjoint_channel_pairs_brute_force() -> None:
+    from icml25.compositional import disjoint_channel_pairs, lit_channels
+
+    # red, green, blue, yellow (red + green)
+    pal = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]], dtype=np.float32)
+    assert lit_channels(pal).sum(1).tolist() == [1, 1, 1, 2]
+    design = np.array([[0, 0], [0, 3], [1, 1], [1, 2]])
+    # item 0 is seen in red and yellow (R, G): blue is disjoint, green is not
+    # item 1 is seen in green and blue (G, B): red is disjoint, yellow shares G
+    assert disjoint_channel_pairs(design, pal) == [(0, 2), (1, 0)]
+    for item, colour in itertools.product(range(2), range(4)):
+        seen = design[design[:, 0] == item, 1]
+        reach = set().union(*(set(np.flatnonzero(pal[c] > 0.5)) for c in seen))
+        brute = colour not in seen and not reach & set(np.flatnonzero(pal[colour] > 0.5))
+        assert brute == ((item, colour) in disjoint_channel_pairs(design, pal))
+
+
+def test_hue_order_warns_and_a_full_grid_does_not() -> None:
+    import warnings
+
+    from icml25.compositional import ChannelWarning, disjoint_channel_pairs
+
+    rng = np.random.default_rng(0)
+    grey = rng.random((100, 4, 4)).astype(np.float32)
+    classes = np.repeat(np.arange(10), 10)
+    pal = colour_palette(10)  # hue c / 10: S_5 shows item a only in R/G colours
+    with pytest.warns(ChannelWarning, match="permute the palette"):
+        make_compositional_images(
+            grey, classes, combinations=cyclic_design(10, 5), n_images=50, palette=pal
+        )
+    assert (0, 6) in disjoint_channel_pairs(cyclic_design(10, 5), pal)  # item 0 never in blue
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChannelWarning)
+        make_compositional_images(
+            grey, classes, combinations=full_grid([10, 10]), n_images=100, palette=pal
+        )
+
+
+def test_the_reproduction_draws_its_colour_assignment_per_seed() -> None:
+    from icml25.compositional.reproduce import N_VALUES, _assignment
+
+    base = colour_palette(N_VALUES)
+    seen_orders = set()
+    for seed in range(5):
+        a = _assignment(seed, 10)
+        assert sorted(map(tuple, a.palette.tolist())) == sorted(map(tuple, base.tolist()))
+        assert sorted(a.items.tolist()) == list(range(10))
+        order = tuple(int(np.flatnonzero((base == c).all(1))[0]) for c in a.palette)
+        seen_orders.add(order)
+        again = _assignment(seed, 10)
+        assert np.array_equal(again.palette, a.palette) and np.array_equal(again.items, a.items)
+    assert len(seen_orders) == 5  # a different permutation for every seed
+
+
+# ------------------------------------------------------- R^2 of the combination means
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(2, 5), st.integers(2, 4), st.integers(0, 10_000))
+def test_image_r2_is_means_r2_times_the_between_share(n: int, m: int, seed: int) -> None:
+    from icml25.compositional import combination_means
+
+    rng = np.random.default_rng(seed)
+    grid = full_grid([n, n])
+    labels = np.repeat(grid, m, axis=0)
+    U, Vv, W = rng.normal(size=(n, 6)), rng.normal(size=(n, 6)), rng.normal(size=(n, n, 6))
+    X = U[labels[:, 0]] + Vv[labels[:, 1]] + 0.5 * W[labels[:, 0], labels[:, 1]]
+    X = X + rng.normal(size=X.shape) * rng.uniform(0.1, 2.0)
+    means, combos = combination_means(X, labels)
+    assert np.array_equal(combos, grid) and means.shape == (n * n, 6)
+    np.testing.assert_allclose(means[3], X[(labels == grid[3]).all(1)].mean(0))
+    r2_img, r2_means = factorization_r2(X, labels), factorization_r2(means, combos)
+    Xc = X - X.mean(0)
+    between = m * ((means - X.mean(0)) ** 2).sum()
+    assert r2_img == pytest.approx(r2_means * between / (Xc**2).sum(), rel=1e-9, abs=1e-12)

@@ -12,7 +12,9 @@ from scipy import stats
 from torch import nn
 
 from icml25.soup_of_experts import (
+    BatchSampler,
     ByteGPT,
+    MetaDistribution,
     MixtureSampler,
     SoupOfExperts,
     SparseDirichlet,
@@ -261,51 +263,261 @@ def test_encode_bytes_round_trip():
     assert t.dtype == torch.int64 and bytes(t.tolist()).decode() == "héllo"
 
 
+# ------------------------------------------------------------------ train / eval mode
+class DropoutLM(nn.Module):
+    """A byte LM with dropout that records the mode of every forward pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(256, 16)
+        self.drop = nn.Dropout(0.5)
+        self.head = nn.Linear(16, 256)
+        self.modes: list[bool] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.modes.append(self.training)
+        return self.head(self.drop(self.emb(x)))
+
+
+def test_eval_and_train_reach_the_wrapped_model():
+    soup = SoupOfExperts(DropoutLM(), n_domains=2, n_experts=2, expert_init_std=0.1)
+    x = torch.randint(0, 256, (4, 8))
+    h = [0.3, 0.7]
+    soup.eval()
+    assert torch.equal(soup(h, x), soup(h, x))  # dropout off
+    inst = soup.instantiate(h)
+    assert not inst.training and torch.allclose(inst(x), soup(h, x), atol=1e-6)
+    soup.train()
+    torch.manual_seed(0)
+    assert not torch.equal(soup(h, x), soup(h, x))  # dropout on
+    assert soup.instantiate(h).training  # an instance starts in the soup's mode
+    assert all(m.training for m in soup._tmpl.modules())
+
+
+def test_train_soup_trains_in_train_mode_and_ends_in_eval_mode():
+    lm = DropoutLM()
+    soup = SoupOfExperts(lm, n_domains=2, n_experts=2)
+    sampler = MixtureSampler(streams(2, 200), seq_len=8)
+    train_soup(soup, sampler, SparseDirichlet(2, max_support=2), steps=3, batch_size=2)
+    recorder = soup._tmpl
+    assert recorder.modes == [True, True, True]  # the template forward ran in training mode
+    assert not soup.training and not recorder.training
+
+
+# ------------------------------------------------------------ protocols and param groups
+class UniformMeta:
+    """A user's meta-distribution: uniform weights on the simplex (Dirichlet(1))."""
+
+    n_domains = 3
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.dirichlet(np.ones(3))
+
+
+class ConstantSampler:
+    """A user's data: domain i is the byte 10 * i repeated."""
+
+    n_domains = 3
+
+    def sample(self, h, batch_size: int, rng: np.random.Generator) -> torch.Tensor:
+        doms = rng.choice(3, size=batch_size, p=np.asarray(h) / np.sum(h))
+        return torch.tensor(np.repeat(10 * doms[:, None], 9, axis=1), dtype=torch.long)
+
+
+def test_train_soup_takes_any_meta_distribution_and_sampler():
+    assert isinstance(UniformMeta(), MetaDistribution)
+    assert isinstance(ConstantSampler(), BatchSampler)
+    soup = SoupOfExperts(small_lm(), n_domains=3, n_experts=2)
+    log = train_soup(soup, ConstantSampler(), UniformMeta(), steps=40, batch_size=8, lr=1e-2)
+    assert all(len(h) == 3 and abs(sum(h) - 1) < 1e-6 and min(h) > 0 for h in log.domain_weights)
+    assert np.mean(log.losses[-5:]) < 0.5 * np.mean(log.losses[:3])
+
+
+def test_a_meta_distribution_off_the_simplex_is_refused():
+    class Bad(UniformMeta):
+        def sample(self, rng: np.random.Generator) -> np.ndarray:
+            return np.array([0.5, 0.5, 0.5])
+
+    soup = SoupOfExperts(small_lm(), n_domains=3, n_experts=2)
+    with pytest.raises(ValueError, match=r"meta\.sample\(rng\) must lie on the simplex"):
+        train_soup(soup, ConstantSampler(), Bad(), steps=1)
+    with pytest.raises(TypeError, match="MetaDistribution protocol"):
+        train_soup(soup, ConstantSampler(), object(), steps=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="BatchSampler protocol"):
+        train_soup(soup, [1, 2], UniformMeta(), steps=1)  # type: ignore[arg-type]
+
+
+def test_param_groups_give_the_experts_their_own_learning_rate():
+    sampler = MixtureSampler(streams(2, 300), seq_len=8)
+    meta = SparseDirichlet(2, max_support=2)
+    soup = SoupOfExperts(small_lm(), n_domains=2, n_experts=2, expert_init_std=0.01)
+    s0, e0 = soup.shared.detach().clone(), soup.experts.detach().clone()
+    groups = soup.param_groups(expert_lr=1e-9)
+    assert [g["name"] for g in groups] == ["shared", "experts", "router"]
+    assert "lr" not in groups[0] and groups[1]["lr"] == 1e-9
+    train_soup(soup, sampler, meta, steps=10, batch_size=4, lr=1e-2, param_groups=groups)
+    moved_s = float((soup.shared.detach() - s0).abs().max())
+    moved_e = float((soup.experts.detach() - e0).abs().max())
+    assert moved_s > 1e-3 and moved_e < 1e-7  # Adam moves each coordinate by about its lr
+    # parameters in no group are not trained
+    only = [{"params": [soup.shared]}]
+    e1 = soup.experts.detach().clone()
+    train_soup(soup, sampler, meta, steps=3, batch_size=4, param_groups=only)
+    assert torch.equal(soup.experts.detach(), e1)
+
+
+def test_param_groups_are_checked():
+    soup = SoupOfExperts(small_lm(), n_domains=2, n_experts=2)
+    sampler, meta = MixtureSampler(streams(2, 300), seq_len=8), SparseDirichlet(2, max_support=2)
+    stranger = nn.Parameter(torch.zeros(3))
+    with pytest.raises(ValueError, match="only the trained module's parameters"):
+        train_soup(soup, sampler, meta, steps=1, param_groups=[{"params": [stranger]}])
+    twice = [{"params": [soup.shared]}, {"params": [soup.shared]}]
+    with pytest.raises(ValueError, match="repeats a parameter"):
+        train_soup(soup, sampler, meta, steps=1, param_groups=twice)
+    with pytest.raises(TypeError, match="'params' entry"):
+        train_soup(soup, sampler, meta, steps=1, param_groups=[soup.shared])  # type: ignore[list-item]
+
+
+def test_train_on_mixture_on_a_meta_distribution_sees_the_soups_stream():
+    sampler = MixtureSampler(streams(3, 300), seq_len=8)
+    meta = SparseDirichlet(3, max_support=2)
+    soup = SoupOfExperts(small_lm(), n_domains=3, n_experts=2)
+    a = train_soup(soup, sampler, meta, steps=5, batch_size=2, seed=4)
+    b = train_on_mixture(small_lm(), sampler, meta, steps=5, batch_size=2, seed=4)
+    assert a.domain_weights == b.domain_weights
+    fixed = train_on_mixture(small_lm(), sampler, [0.2, 0.8, 0.0], steps=2, batch_size=2)
+    assert np.allclose(fixed.domain_weights, [[0.2, 0.8, 0.0]] * 2)
+
+
+# ------------------------------------------------------------------ tuning protocol
+def test_tune_keeps_the_lowest_validation_loss():
+    from icml25.soup_of_experts.experiments import tune
+
+    t = tune(lambda lr: {"lr": lr}, lambda m: (m["lr"] - 3e-3) ** 2, [1e-3, 3e-3, 1e-2])
+    assert t.lr == 3e-3 and t.model == {"lr": 3e-3} and set(t.val) == {1e-3, 3e-3, 1e-2}
+    with pytest.raises(ValueError, match="grid"):
+        tune(lambda lr: lr, lambda m: m, [])
+
+
+def test_learning_rates_are_chosen_without_reading_a_test_window(monkeypatch, tmp_path):
+    """Every loss computed while an arm is tuned reads validation windows; the test windows
+    are read only after every arm has been chosen."""
+    from icml25.core.runner import RunContext
+    from icml25.soup_of_experts import experiments
+    from icml25.soup_of_experts import reproduce as rp
+
+    reads: list[tuple[bool, str]] = []
+    state = {"tuning": False, "setup": None}
+    real_tune, real_setup, real_per = rp.tune, rp.make_setup, experiments.Evaluator.per_domain
+
+    def tune(*a, **kw):  # type: ignore[no-untyped-def]
+        state["tuning"] = True
+        try:
+            return real_tune(*a, **kw)
+        finally:
+            state["tuning"] = False
+
+    def make_setup(*a, **kw):  # type: ignore[no-untyped-def]
+        state["setup"] = real_setup(*a, **kw)
+        return state["setup"]
+
+    def per_domain(self, model, h=None):  # type: ignore[no-untyped-def]
+        setup = state["setup"]
+        split = "val" if self.split is setup.val else "test" if self.split is setup.test else "?"
+        reads.append((bool(state["tuning"]), split))
+        return real_per(self, model, h)
+
+    monkeypatch.setattr(rp, "tune", tune)
+    monkeypatch.setattr(rp, "make_setup", make_setup)
+    monkeypatch.setattr(experiments.Evaluator, "per_domain", per_domain)
+    ctx = RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
+    rp.reproduce(ctx)
+    during = {split for tuning, split in reads if tuning}
+    assert during == {"val"}, during
+    assert {split for tuning, split in reads if not tuning} == {"test"}
+    assert sum(t for t, _ in reads) >= 4  # generic, S only, soup, router-less, specialists
+
+
 # --------------------------------------------------------------------------------- data
-def test_load_domains_fallback_and_debian_layout(tmp_path, monkeypatch):
-    from icml25.soup_of_experts.corpora import FALLBACK_PACKAGES, FORTUNE_DOMAINS, load_domains
+def test_load_domains_fallback_splits_three_ways():
+    from icml25.soup_of_experts.corpora import FALLBACK_PACKAGES, load_domains
 
     d = load_domains()
-    assert d.names == FALLBACK_PACKAGES and "stdlib" in d.source
-    assert all(len(te) >= 2 and len(tr) > len(te) for tr, te in zip(d.train, d.test, strict=True))
-    assert not set(d.train[0]) & set(d.test[0])
-    for cat in FORTUNE_DOMAINS:
-        entries = [f"{cat} saying number {i}\n-- someone" for i in range(20)]
-        (tmp_path / cat).write_text("\n%\n".join(entries) + "\n%\n")
-    monkeypatch.setenv("ICML25_DATA", "auto")
-    monkeypatch.setenv("ICML25_FORTUNES_DIR", str(tmp_path))
-    d = load_domains()
-    assert d.names[: len(FORTUNE_DOMAINS)] == FORTUNE_DOMAINS and "fortunes" in d.source
-    assert all(e.startswith("art saying") for e in d.train[0])
-    assert sum(len(tr) + len(te) for tr, te in zip(d.train, d.test, strict=True)) >= 300
+    assert len(d.names) == 2 * len(FALLBACK_PACKAGES) and "stdlib" in d.source
+    for tr, va, te in zip(d.train, d.val, d.test, strict=True):
+        assert len(te) >= 2 and len(va) >= 2 and len(tr) > len(te)
+        assert not (set(tr) & set(te)) and not (set(tr) & set(va)) and not (set(va) & set(te))
+    code = d.train[0]
+    assert any("def " in e or "class " in e for e in code)
+    assert not any('"""' in e for e in code[:50])  # docstrings removed from the code domain
 
 
-def test_soup_moves_with_to_and_keeps_working():
-    soup = SoupOfExperts(small_lm(), n_domains=2, n_experts=2).double()
-    assert soup.shared.dtype == torch.float64
-    model = soup.instantiate([0.5, 0.5])
-    assert all(p.dtype == torch.float64 for p in model.parameters())
-    x = torch.randint(0, 256, (1, 8))
-    assert torch.allclose(model(x), soup([0.5, 0.5], x))
-    assert not any(p.is_meta for p in soup.parameters())
-    assert set(soup.state_dict()) == {n for n, _ in soup.named_parameters()}
+def debian_layout(root) -> None:  # type: ignore[no-untyped-def]
+    """Small stand-ins for the Debian text: English fortunes, FOLDOC, man3, five languages."""
+    import gzip
 
-
-def test_tiny_reproduction_on_the_debian_fortunes_layout(tmp_path, monkeypatch):
-    from icml25.core.runner import run_method
-    from icml25.methods import get
-    from icml25.soup_of_experts.corpora import FORTUNE_DOMAINS
+    from icml25.soup_of_experts.corpora import FORTUNE_DOMAINS, LANGUAGES
 
     rng = np.random.default_rng(0)
     words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
-    for j, cat in enumerate(FORTUNE_DOMAINS):
-        entries = [
-            f"{cat}: " + " ".join(rng.choice(words[j % 4 :], size=12)) + f"\n-- author {i}"
-            for i in range(30)
-        ]
-        (tmp_path / cat).write_text("\n%\n".join(entries) + "\n%\n")
+    fortunes = root / "fortunes"
+    fortunes.mkdir()
+    for cat in FORTUNE_DOMAINS:
+        entries = [f"{cat}: " + " ".join(rng.choice(words, size=8)) for _ in range(8)]
+        (fortunes / cat).write_text("\n%\n".join(entries) + "\n%\n")
+    for j, code in enumerate(LANGUAGES.values()):
+        (fortunes / code).mkdir()
+        entries = [f"{code} {i}: " + " ".join(rng.choice(words[j:], size=10)) for i in range(60)]
+        (fortunes / code / "file").write_text("\n%\n".join(entries) + "\n%\n")
+        (fortunes / code / "file.dat").write_bytes(b"\x00\x01")  # strfile index: skipped
+    blocks = [f"term{i}\n\tA definition of term {i} with {words[i % 8]}." for i in range(80)]
+    with gzip.open(root / "foldoc.dict.dz", "wt") as fh:
+        fh.write("00databaseinfo\n\tinfo\n" + "\n".join(blocks) + "\n")
+    (root / "man3").mkdir()
+    for i in range(30):
+        page = (
+            f'.\\" comment\n.TH F{i} 3\n.SH NAME\nf{i} \\- does {i}\n'
+            f".SH DESCRIPTION\n.B f{i}\nworks."
+        )
+        with gzip.open(root / "man3" / f"f{i}.3.gz", "wt") as fh:
+            fh.write(page)
+
+
+def test_load_domains_reads_the_debian_layout(tmp_path, monkeypatch):
+    from icml25.soup_of_experts import corpora
+
+    debian_layout(tmp_path)
     monkeypatch.setenv("ICML25_DATA", "auto")
-    monkeypatch.setenv("ICML25_FORTUNES_DIR", str(tmp_path))
+    monkeypatch.setenv("ICML25_FORTUNES_DIR", str(tmp_path / "fortunes"))
+    monkeypatch.setattr(corpora, "FOLDOC", tmp_path / "foldoc.dict.dz")
+    monkeypatch.setattr(corpora, "MAN3", tmp_path / "man3")
+    d = corpora.load_domains()
+    assert d.names == corpora.DOMAINS and "Debian fortunes" in d.source
+    splits = zip(d.train, d.val, d.test, strict=True)
+    entries = dict(zip(d.names, (tr + va + te for tr, va, te in splits), strict=True))
+    assert all(e.startswith("term") for e in entries["foldoc"])
+    assert all(not e.startswith('.\\"') for e in entries["manpages"])
+    assert any(".SH DESCRIPTION" in e for e in entries["manpages"])
+    assert all(e.startswith("pl ") for e in entries["polish"]) and len(entries["polish"]) == 60
+    assert any(e.split(":")[0] in corpora.FORTUNE_DOMAINS for e in entries["fortunes"])
+    # a missing language falls back to the standard library
+    (tmp_path / "fortunes" / "ru" / "file").unlink()
+    (tmp_path / "fortunes" / "ru" / "file.dat").unlink()
+    (tmp_path / "fortunes" / "ru").rmdir()
+    assert "stdlib" in corpora.load_domains().source
+
+
+def test_tiny_reproduction_on_the_debian_layout(tmp_path, monkeypatch):
+    from icml25.core.runner import run_method
+    from icml25.methods import get
+    from icml25.soup_of_experts import corpora
+
+    debian_layout(tmp_path)
+    monkeypatch.setenv("ICML25_DATA", "auto")
+    monkeypatch.setenv("ICML25_FORTUNES_DIR", str(tmp_path / "fortunes"))
+    monkeypatch.setattr(corpora, "FOLDOC", tmp_path / "foldoc.dict.dz")
+    monkeypatch.setattr(corpora, "MAN3", tmp_path / "man3")
     entry = run_method(get("soup_of_experts"), budget="tiny", seeds=[0], out_dir=tmp_path / "o")
     assert entry["error"] is None, entry["error"]
     assert any("Debian fortunes" in n for n in entry["notes"])

@@ -64,7 +64,10 @@ def test_two_process_torchrun_keeps_one_bank(tmp_path):
     assert r0["h"] == r1["h"]  # the same h at every step on every rank
     bank, hs = reference_bank()
     assert [tuple(h) for h in r0["h"]] == hs
-    assert torch.allclose(r0["bank"], bank, rtol=0, atol=1e-5)
+    # Adam divides by sqrt(v): in coordinates whose gradient is ~0 the order of DDP's float
+    # reduction shows up at ~2e-5 after 3 steps (softmax router); a wrong h or batch moves the
+    # bank by ~lr = 1e-2
+    assert torch.allclose(r0["bank"], bank, rtol=0, atol=1e-4)
     # the bank did move: training happened
     start = torch.cat([p.detach().reshape(-1) for p in W.setup()[0].parameters()])
     assert float((r0["bank"] - start).abs().max()) > 1e-3

@@ -10,6 +10,7 @@ is chosen separately: images are spread evenly over the design's combinations.
 from __future__ import annotations
 
 import colorsys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,53 @@ def colour_palette(n: int) -> np.ndarray:
     ).reshape(m, 3)
 
 
+class ChannelWarning(UserWarning):
+    """A design leaves an item's unseen colours in colour channels that its seen colours never
+    light: no pixel model has seen the item's shape there, so its unseen-combination accuracy
+    says more about the palette's order than about composition."""
+
+
+def lit_channels(palette: Any, *, threshold: float = 0.5) -> np.ndarray:
+    """``(n_colours, 3)`` booleans: which RGB channels each colour lights above ``threshold``."""
+    pal = V.finite_array("palette", palette, ndim=2)
+    if pal.shape[1] != 3:
+        raise ValueError(f"palette must be (n_colours, 3) RGB, got shape {pal.shape}")
+    threshold = V.number("threshold", threshold, low=0.0, high=1.0)
+    return pal > threshold
+
+
+def disjoint_channel_pairs(
+    combinations: Any, palette: Any, *, threshold: float = 0.5
+) -> list[tuple[int, int]]:
+    """The (item, colour) pairs left out of a design whose colour lights only channels that
+    none of the item's seen colours light (see :class:`ChannelWarning`).
+
+    Parameters
+    ----------
+    combinations
+        ``(m, K)`` design; column 0 is the item, column 1 the colour.
+    palette
+        ``(n_colours, 3)`` RGB tints; every colour of ``palette`` is a candidate unseen colour.
+    threshold
+        A channel is lit when the tint exceeds it.
+    """
+    combos = np.unique(_as_labels("combinations", combinations)[:, :2], axis=0)
+    lit = lit_channels(palette, threshold=threshold)
+    if combos[:, 1].max() >= len(lit):
+        raise ValueError(
+            f"palette must give a colour for every colour value in combinations "
+            f"(>= {int(combos[:, 1].max()) + 1}), got {len(lit)}"
+        )
+    out = []
+    for item in np.unique(combos[:, 0]):
+        seen = set(combos[combos[:, 0] == item, 1].tolist())
+        reach = lit[sorted(seen)].any(axis=0)
+        for c in range(len(lit)):
+            if c not in seen and lit[c].any() and not (lit[c] & reach).any():
+                out.append((int(item), c))
+    return out
+
+
 def make_compositional_images(
     images: Any,
     classes: Any,
@@ -82,7 +130,10 @@ def make_compositional_images(
         Classes used as item values (default: the sorted distinct classes).
     palette
         ``(n_colours, 3)`` RGB tints (default: :func:`colour_palette` with as many colours as
-        the design uses).
+        the design uses). Colour value ``c`` is ``palette[c]``: to keep the order of the hues
+        from deciding which colours an item is seen in, permute the palette (e.g.
+        ``colour_palette(n)[rng.permutation(n)]``). A :class:`ChannelWarning` is issued when
+        the design leaves an item's unseen colours in channels its seen colours never light.
     canvas_width
         Width of the canvas when a position concept is present (default ``W + n_positions -
         1``, step 1 pixel); ignored otherwise.
@@ -134,6 +185,15 @@ def make_compositional_images(
     )
     if pal.shape[1] != 3 or len(pal) < n_col:
         raise ValueError(f"palette must be ({n_col} or more, 3) RGB, got shape {pal.shape}")
+    disjoint = disjoint_channel_pairs(combos, pal[:n_col])
+    if disjoint:
+        warnings.warn(
+            f"combinations leave {len(disjoint)} (item, colour) pairs whose colour lights only "
+            f"channels the item is never seen in (first: {disjoint[:3]}); unseen-combination "
+            "accuracy then depends on the palette's order (permute the palette)",
+            ChannelWarning,
+            stacklevel=2,
+        )
     H, W = X.shape[1:]
     width = W
     if K == 3:

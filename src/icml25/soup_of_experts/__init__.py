@@ -13,6 +13,8 @@ from icml25.core.registry import register
 from icml25.soup_of_experts.estimate import domain_centroids, estimate_domain_weights
 from icml25.soup_of_experts.lm import ByteGPT, encode_bytes
 from icml25.soup_of_experts.soup import (
+    BatchSampler,
+    MetaDistribution,
     MixtureSampler,
     SoupOfExperts,
     SparseDirichlet,
@@ -24,7 +26,9 @@ from icml25.soup_of_experts.soup import (
 )
 
 __all__ = [
+    "BatchSampler",
     "ByteGPT",
+    "MetaDistribution",
     "MixtureSampler",
     "SoupOfExperts",
     "SparseDirichlet",
@@ -46,6 +50,6 @@ register(
     url="https://arxiv.org/abs/2502.01804",
     summary="A bank of experts and a router from domain weights to mixing coefficients: "
     "instantiate a small specialist model for any domain mixture without training.",
-    quick_seconds=35,
+    quick_seconds=60,
     module="icml25.soup_of_experts.reproduce",
 )

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -96,8 +96,10 @@ class SoupOfExperts(nn.Module):
     router_hidden
         Width of the router's hidden layer.
     router_output
-        ``"linear"`` (``alpha`` in ``R^n``, the paper's form) or ``"softmax"`` (``alpha`` on the
-        simplex).
+        ``"softmax"`` (``alpha`` on the simplex: ``Theta(h)`` stays in the convex hull of
+        ``S + E_j``) or ``"linear"`` (``alpha`` in ``R^n``, unbounded). The paper calls the
+        router "an MLP" without an output normalisation we could recover; the default is the
+        form a pilot chose (see the method's README).
     rank
         ``None``: dense experts (each of ``P`` numbers). An integer ``r``: each 2-D weight of
         an expert is ``U_j V_j`` with ``U_j`` of shape ``(out, r)`` and ``V_j`` ``(r, in)``;
@@ -112,7 +114,8 @@ class SoupOfExperts(nn.Module):
     -----
     ``soup(h, *args, **kwargs)`` runs the wrapped architecture with ``Theta(h)`` (differentiable
     in ``S``, the experts and the router); :meth:`instantiate` returns a plain standalone copy
-    of the architecture with parameters ``Theta(h)``.
+    of the architecture with parameters ``Theta(h)``. ``soup.train()`` / ``soup.eval()`` reach
+    the wrapped architecture (dropout, batch norm), and an instance starts in the soup's mode.
     """
 
     def __init__(
@@ -123,7 +126,7 @@ class SoupOfExperts(nn.Module):
         n_experts: int,
         router: bool = True,
         router_hidden: int = 64,
-        router_output: str = "linear",
+        router_output: str = "softmax",
         rank: int | None = None,
         expert_init_std: float = 1e-3,
         seed: int = 0,
@@ -276,6 +279,42 @@ class SoupOfExperts(nn.Module):
             target._parameters[pname] = by_id[id(tp)]
         return model
 
+    def train(self, mode: bool = True) -> SoupOfExperts:
+        """Set training mode on the bank, the router **and** the wrapped architecture (which
+        lives outside the module tree), so that dropout and batch norm follow
+        ``soup.train()`` / ``soup.eval()``."""
+        super().train(mode)
+        self._tmpl.train(mode)
+        return self
+
+    def param_groups(
+        self,
+        *,
+        shared_lr: float | None = None,
+        expert_lr: float | None = None,
+        router_lr: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Optimizer parameter groups: ``S``, the experts (dense and low-rank) and the router,
+        each with its own learning rate where one is given (else the optimizer's default).
+
+        ``train_soup(soup, ..., param_groups=soup.param_groups(expert_lr=1e-3))`` trains the
+        experts at 1e-3 and the rest at ``train_soup``'s ``lr``.
+        """
+        groups: list[dict[str, Any]] = []
+        experts = [self.experts, *self.lowrank_u, *self.lowrank_v]
+        parts: list[tuple[str, list[nn.Parameter], float | None]] = [
+            ("shared", [self.shared], shared_lr),
+            ("experts", experts, expert_lr),
+        ]
+        if self.router is not None:
+            parts.append(("router", list(self.router.parameters()), router_lr))
+        for name, params, lr in parts:
+            group: dict[str, Any] = {"params": params, "name": name}
+            if lr is not None:
+                group["lr"] = V.positive(f"{name.rstrip('s')}_lr", lr)
+            groups.append(group)
+        return groups
+
     @property
     def _tmpl(self) -> nn.Module:
         """The wrapped architecture with meta parameters (kept out of the module tree)."""
@@ -314,6 +353,40 @@ def _retie(model: nn.Module, template: nn.Module) -> None:
 
 
 # ------------------------------------------------------------------ meta-distribution, data
+@runtime_checkable
+class MetaDistribution(Protocol):
+    """What :func:`train_soup` needs of a meta-distribution ``pi`` over domain weights: the
+    number of domains and ``sample(rng)``, one ``h`` on the simplex (shape ``(n_domains,)``)
+    drawn with a ``numpy.random.Generator``. :class:`SparseDirichlet` is one."""
+
+    n_domains: int
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray: ...
+
+
+@runtime_checkable
+class BatchSampler(Protocol):
+    """What the training loops need of the data: the number of domains and
+    ``sample(h, batch_size, rng)``, a ``(batch_size, seq_len + 1)`` integer tensor of token ids
+    from ``mix(h)``. :class:`MixtureSampler` is one (over token streams); wrap your own data
+    loader per domain in the same two members."""
+
+    n_domains: int
+
+    def sample(self, h: Any, batch_size: int, rng: np.random.Generator) -> torch.Tensor: ...
+
+
+def _check_protocol(name: str, obj: Any, proto: type, what: str) -> int:
+    """``obj.n_domains`` after checking that ``obj`` follows ``proto``."""
+    if not isinstance(obj, proto):
+        raise TypeError(
+            f"{name} must follow the {proto.__name__} protocol (an integer n_domains and a "
+            f"{what} method), got {type(obj).__name__}"
+        )
+    n: Any = getattr(obj, "n_domains", None)
+    return V.integer(f"{name}.n_domains", n, low=1)
+
+
 class SparseDirichlet:
     """The meta-distribution ``pi`` over domain weights: a support of ``s`` domains (``s``
     uniform in ``1..max_support``, the domains uniform without replacement), Dirichlet weights
@@ -461,8 +534,7 @@ def data_generator(seed: int, rank: int) -> np.random.Generator:
 def _check_loop_args(
     sampler: Any, steps: int, batch_size: int, lr: float, weight_decay: float, seed: int
 ) -> tuple[int, int, float, float, int]:
-    if not isinstance(sampler, MixtureSampler):
-        raise TypeError(f"sampler must be a MixtureSampler, got {type(sampler).__name__}")
+    _check_protocol("sampler", sampler, BatchSampler, "sample(h, batch_size, rng)")
     return (
         V.integer("steps", steps, low=1),
         V.integer("batch_size", batch_size, low=1),
@@ -474,8 +546,8 @@ def _check_loop_args(
 
 def train_soup(
     soup: SoupOfExperts,
-    sampler: MixtureSampler,
-    meta: SparseDirichlet,
+    sampler: BatchSampler,
+    meta: MetaDistribution,
     *,
     steps: int,
     batch_size: int = 32,
@@ -484,9 +556,16 @@ def train_soup(
     grad_clip: float | None = 1.0,
     seed: int = 0,
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] = next_token_loss,
+    param_groups: Iterable[dict[str, Any]] | None = None,
 ) -> TrainLog:
-    """Pretrain a soup: per step, ``h ~ meta``, one batch from ``mix(h)``, an Adam step on
+    """Pretrain a soup: per step, ``h ~ meta``, one batch from ``mix(h)``, an AdamW step on
     ``loss(Theta(h); batch)`` into ``S``, the experts and the router.
+
+    ``sampler`` and ``meta`` may be any objects that follow :class:`BatchSampler` and
+    :class:`MetaDistribution` (``n_domains`` and ``sample``). ``param_groups`` (as
+    ``torch.optim`` takes them, e.g. :meth:`SoupOfExperts.param_groups`) gives parts of the
+    soup their own learning rate or weight decay; groups without ``lr`` use ``lr``, and
+    parameters in no group are not trained. By default every parameter is trained at ``lr``.
 
     Under ``torch.distributed`` (``torchrun``) the soup is wrapped in
     ``DistributedDataParallel``: every rank draws the **same** ``h`` at a step (from
@@ -494,23 +573,24 @@ def train_soup(
     :func:`data_generator` of its rank); the averaged gradient is that of one batch of
     ``world_size * batch_size`` sequences from ``mix(h)``: one ``h`` per (global) batch.
 
-    The learning rate warms up linearly over the first 5% of steps, then follows a cosine
-    down to 10% of ``lr``. Returns a :class:`TrainLog`.
+    The learning rate of every group warms up linearly over the first 5% of steps, then
+    follows a cosine down to 10% of its value. The soup is in training mode during the loop
+    and in eval mode after it. Returns a :class:`TrainLog`.
     """
     if not isinstance(soup, SoupOfExperts):
         raise TypeError(f"soup must be a SoupOfExperts, got {type(soup).__name__}")
-    if not isinstance(meta, SparseDirichlet):
-        raise TypeError(f"meta must be a SparseDirichlet, got {type(meta).__name__}")
+    k_meta = _check_protocol("meta", meta, MetaDistribution, "sample(rng)")
     steps, batch_size, lr, weight_decay, seed = _check_loop_args(
         sampler, steps, batch_size, lr, weight_decay, seed
     )
     if grad_clip is not None:
         grad_clip = V.positive("grad_clip", grad_clip)
-    if meta.n_domains != soup.n_domains or sampler.n_domains != soup.n_domains:
+    if k_meta != soup.n_domains or sampler.n_domains != soup.n_domains:
         raise ValueError(
             f"meta and sampler must cover the soup's {soup.n_domains} domains, got "
-            f"{meta.n_domains} and {sampler.n_domains}"
+            f"{k_meta} and {sampler.n_domains}"
         )
+    groups = _param_groups(soup, param_groups)
     rank, world = _dist()
     net: nn.Module = soup
     if world > 1:
@@ -521,18 +601,18 @@ def train_soup(
     device = soup.shared.device
 
     def step_fn() -> tuple[float, np.ndarray]:
-        h = meta.sample(h_rng)
+        h = _draw(meta, h_rng, soup.n_domains)
         batch = sampler.sample(h, batch_size, data_rng).to(device)
         h_t = torch.as_tensor(h, dtype=torch.float32, device=device)
         loss = loss_fn(net(h_t, batch[:, :-1]), batch)
         return _backward(loss), h
 
-    return _loop(soup, step_fn, steps, lr, weight_decay, grad_clip)
+    return _loop(soup, groups, step_fn, steps, lr, weight_decay, grad_clip)
 
 
 def train_on_mixture(
     model: nn.Module,
-    sampler: MixtureSampler,
+    sampler: BatchSampler,
     h: Any,
     *,
     steps: int,
@@ -542,32 +622,94 @@ def train_on_mixture(
     grad_clip: float | None = 1.0,
     seed: int = 0,
     loss_fn: Callable[[Any, torch.Tensor], torch.Tensor] = next_token_loss,
+    param_groups: Iterable[dict[str, Any]] | None = None,
 ) -> TrainLog:
-    """Train one plain model on batches from the fixed mixture ``mix(h)`` (the baselines: the
-    generic model on the natural mixture ``sampler.natural_weights``, a specialist on a
-    target's weights). Same schedule and data generators as :func:`train_soup`."""
+    """Train one plain model on batches from ``mix(h)`` (the baselines: the generic model on
+    the natural mixture ``sampler.natural_weights``, a specialist on a target's weights).
+
+    ``h`` is a fixed point of the simplex, or a :class:`MetaDistribution`: then a fresh ``h``
+    is drawn at every step exactly as :func:`train_soup` draws it with the same ``seed``, so
+    the model sees the soup's own data stream (a soup without experts and router). Same
+    schedule, data generators and ``param_groups`` as :func:`train_soup`.
+    """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     steps, batch_size, lr, weight_decay, seed = _check_loop_args(
         sampler, steps, batch_size, lr, weight_decay, seed
     )
-    h_np = check_domain_weights(h, sampler.n_domains).double().numpy()
+    k = sampler.n_domains
+    if isinstance(h, MetaDistribution):
+        meta: MetaDistribution | None = h
+        if _check_protocol("h", h, MetaDistribution, "sample(rng)") != k:
+            raise ValueError(f"h must cover the sampler's {k} domains, got {h.n_domains}")
+        fixed = np.zeros(k)
+    else:
+        meta = None
+        fixed = check_domain_weights(h, k).double().numpy()
     if grad_clip is not None:
         grad_clip = V.positive("grad_clip", grad_clip)
+    groups = _param_groups(model, param_groups)
     rank, world = _dist()
     net = model
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
 
         net = DistributedDataParallel(model)
-    data_rng = data_generator(seed, rank)
+    h_rng, data_rng = h_generator(seed), data_generator(seed, rank)
     device = next(model.parameters()).device
 
     def step_fn() -> tuple[float, np.ndarray]:
-        batch = sampler.sample(h_np, batch_size, data_rng).to(device)
-        return _backward(loss_fn(net(batch[:, :-1]), batch)), h_np
+        h_t = fixed if meta is None else _draw(meta, h_rng, k)
+        batch = sampler.sample(h_t, batch_size, data_rng).to(device)
+        return _backward(loss_fn(net(batch[:, :-1]), batch)), h_t
 
-    return _loop(model, step_fn, steps, lr, weight_decay, grad_clip)
+    return _loop(model, groups, step_fn, steps, lr, weight_decay, grad_clip)
+
+
+def _draw(meta: MetaDistribution, rng: np.random.Generator, k: int) -> np.ndarray:
+    """One ``h`` from ``meta``, checked (a user's meta-distribution may return anything), at
+    its own precision."""
+    h = meta.sample(rng)
+    check_domain_weights(h, k, "meta.sample(rng)")
+    return np.clip(np.asarray(h, dtype=np.float64), 0.0, None)
+
+
+def _param_groups(
+    module: nn.Module, groups: Iterable[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """The optimizer's groups: every trainable parameter by default, else the user's groups,
+    checked to hold only ``module``'s parameters, each at most once."""
+    if groups is None:
+        return [{"params": [p for p in module.parameters() if p.requires_grad]}]
+    if isinstance(groups, dict) or not isinstance(groups, Iterable):
+        raise TypeError(
+            "param_groups must be a list of dicts with a 'params' entry, got "
+            f"{type(groups).__name__}"
+        )
+    own = {id(p) for p in module.parameters()}
+    seen: set[int] = set()
+    out = []
+    for i, g in enumerate(groups):
+        if not isinstance(g, dict) or "params" not in g:
+            raise TypeError(
+                f"param_groups[{i}] must be a dict with a 'params' entry, got {g!r:.60}"
+            )
+        params = list(g["params"]) if not isinstance(g["params"], torch.Tensor) else [g["params"]]
+        for p in params:
+            if id(p) not in own:
+                raise ValueError(
+                    f"param_groups[{i}] must hold only the trained module's parameters, got a "
+                    f"tensor of shape {tuple(p.shape)} that is not one of them"
+                )
+            if id(p) in seen:
+                raise ValueError(f"param_groups[{i}] repeats a parameter of an earlier group")
+            seen.add(id(p))
+        if "lr" in g:
+            V.positive(f"param_groups[{i}]['lr']", g["lr"])
+        out.append({**g, "params": [p for p in params if p.requires_grad]})
+    if not any(g["params"] for g in out):
+        raise ValueError("param_groups must hold at least one trainable parameter, got none")
+    return out
 
 
 def _backward(loss: torch.Tensor) -> float:
@@ -577,14 +719,15 @@ def _backward(loss: torch.Tensor) -> float:
 
 def _loop(
     module: nn.Module,
+    groups: list[dict[str, Any]],
     step_fn: Callable[[], tuple[float, np.ndarray]],
     steps: int,
     lr: float,
     weight_decay: float,
     grad_clip: float | None,
 ) -> TrainLog:
-    params = [p for p in module.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    params = [p for g in groups for p in g["params"]]
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay)
     warmup = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _schedule(s, steps, warmup))
     module.train()
