@@ -454,3 +454,65 @@ def test_what_cca_cannot_do_is_refused_by_name():
         cca_attention(q, k, v, scale=float("nan"), **gw)
     with pytest.raises(ValueError, match=r"look like \(B, L, H, D\)"):
         cca_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), **gw)
+
+
+def test_a_left_padded_batch_gives_each_row_what_it_gives_alone():
+    """Left padding (batched generation): prefill logits and greedy tokens of each row equal
+    those of the row run unpadded; right padding is refused by name."""
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.hf import use_cca
+    from icml25.core.llm import tiny_llama
+
+    model, _ = tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=2)
+    use_cca(model, group_size=4, window=6)
+    gen = torch.Generator().manual_seed(3)
+    rows = [torch.randint(6, 100, (n,), generator=gen) for n in (30, 21)]
+    L = 30
+    ids = torch.zeros(2, L, dtype=torch.long)
+    mask = torch.zeros(2, L, dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, L - len(r) :], mask[b, L - len(r) :] = r, 1
+    with torch.no_grad():
+        batch = model(input_ids=ids, attention_mask=mask).logits
+        out = model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=9, do_sample=False, pad_token_id=0
+        )
+        for b, r in enumerate(rows):
+            alone = model(input_ids=r[None]).logits[0]
+            torch.testing.assert_close(batch[b, L - len(r) :], alone, atol=1e-5, rtol=1e-5)
+            want = model.generate(input_ids=r[None], max_new_tokens=9, do_sample=False)
+            assert torch.equal(out[b, L:], want[0, len(r) :])
+        right = torch.flip(mask, [1])
+        with pytest.raises(ValueError, match="left padding only"):
+            model(input_ids=ids, attention_mask=right)
+
+
+def test_cca_survives_save_pretrained_and_load_cca(tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForCausalLM
+
+    from icml25.cca_attention.hf import load_cca, use_cca, use_full
+    from icml25.core.llm import tiny_llama
+
+    model, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
+    ids = torch.randint(6, 100, (1, 24), generator=torch.Generator().manual_seed(0))
+    use_cca(model, group_size=2, window=3)
+    with torch.no_grad():
+        want = model(input_ids=ids).logits
+        model.save_pretrained(tmp_path / "cca")
+        loaded = load_cca(tmp_path / "cca")
+        assert loaded._cca_settings == (2, 3)
+        torch.testing.assert_close(loaded(input_ids=ids).logits, want)
+        plain = AutoModelForCausalLM.from_pretrained(tmp_path / "cca", attn_implementation="sdpa")
+        assert not torch.allclose(plain(input_ids=ids).logits, want, atol=1e-4)  # full attention
+        use_full(model)
+        model.save_pretrained(tmp_path / "full")
+        assert getattr(load_cca(tmp_path / "full"), "_cca_settings", None) is None
+
+
+def test_use_cca_refuses_what_is_not_a_hf_decoder():
+    pytest.importorskip("transformers")
+    from icml25.cca_attention.hf import use_cca
+
+    with pytest.raises(TypeError, match="needs a loaded Hugging Face transformers decoder"):
+        use_cca(torch.nn.Linear(2, 2), group_size=2, window=2)

@@ -22,8 +22,12 @@ values, keeping the core tokens for decoding.
   ``model(ids, **{cache_kwarg(model): CCACache(model)})`` (``cache=`` in recent
   ``transformers``, ``past_key_values=`` before), and likewise to ``generate``.
   :func:`kv_cache_bytes` counts what a cache and the core tokens hold.
-- **Limits.** Padding masks are refused (CCA's groups assume aligned sequences): pass
-  unpadded batches. A decoding step must add one token.
+- **Padding.** Left-padded batches (the usual batched generation) run each row's CCA from its
+  first real token, which is what the row alone gives; other masks (right padding, custom
+  patterns) are refused. Padded batches decode with the model's own cache, not
+  :class:`CCACache`. A decoding step must add one token.
+- **Saving.** :func:`use_cca` records its settings in ``model.config.cca_attention``, which
+  ``save_pretrained`` writes; :func:`load_cca` loads such a folder and switches it back to CCA.
 """
 
 from __future__ import annotations
@@ -52,38 +56,99 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
         scaling: float | None = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, None]:
-        if attention_mask is not None and not _is_causal_only(attention_mask):
-            raise ValueError("CCA attention does not support padding masks: pass unpadded inputs")
+        pads = left_padding(attention_mask, query.shape[0], query.shape[2], key.shape[2])
         scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
         k_full, v_full = expand_kv(query, key, value)
         if query.shape[2] == key.shape[2]:  # prefill (or no cache): the whole sequence
-            cores = core_tokens(query, k_full, v_full, group_size, scale, pool)
-            out = attend(query, k_full, v_full, cores, group_size, window, scale)
+            out, cores = _prefill(query, k_full, v_full, pads, group_size, window, scale, pool)
             setattr(module, "_cca_cores", cores)  # noqa: B010 - not registered buffers
+            setattr(module, "_cca_pads", pads)  # noqa: B010
             setattr(module, "_cca_seen", query.shape[2])  # noqa: B010
             return out.transpose(1, 2).contiguous(), None
         if query.shape[2] != 1:
             raise NotImplementedError("CCA decoding adds one token per step")
-        return _decode_step(module, query, k_full, v_full, scale, group_size, window, pool), None
+        if pads != getattr(module, "_cca_pads", pads):
+            raise ValueError(
+                f"the padding changed between prefill ({module._cca_pads}) and this decoding "
+                f"step ({pads}): CCA supports left padding fixed at prefill"
+            )
+        t = module._cca_seen
+        if not any(pads):
+            out, cores = _decode_step(
+                query, k_full, v_full, module._cca_cores, t, scale, group_size, window, pool
+            )
+        else:
+            if k_full.shape[2] != t + 1:
+                raise ValueError(
+                    "a left-padded batch decodes with the model's own cache (CCACache drops "
+                    "raw tokens at positions that differ per row): pass unpadded inputs to use it"
+                )
+            rows = [
+                _decode_step(
+                    query[b : b + 1],
+                    k_full[b : b + 1, :, p:],
+                    v_full[b : b + 1, :, p:],
+                    module._cca_cores[b],
+                    t - p,
+                    scale,
+                    group_size,
+                    window,
+                    pool,
+                )
+                for b, p in enumerate(pads)
+            ]
+            out = torch.cat([o for o, _ in rows])
+            cores = [c for _, c in rows]
+        setattr(module, "_cca_cores", cores)  # noqa: B010
+        setattr(module, "_cca_seen", t + 1)  # noqa: B010
+        return out, None
 
     return attention
 
 
-def _decode_step(
-    module: Any,
+def _prefill(
     query: torch.Tensor,
     k_full: torch.Tensor,
     v_full: torch.Tensor,
+    pads: list[int],
+    g: int,
+    s: int,
+    scale: float,
+    pool: str,
+) -> tuple[torch.Tensor, Any]:
+    """The whole (padded) sequence: CCA over each row's tokens after its left padding, which
+    is what the row alone gives (the model counts positions from its first real token). Pad
+    positions get zeros. Returns the output and the core tokens (one pair for an unpadded
+    batch, a list of per-row pairs for a padded one)."""
+    if not any(pads):
+        cores = core_tokens(query, k_full, v_full, g, scale, pool)
+        return attend(query, k_full, v_full, cores, g, s, scale), cores
+    out = torch.zeros_like(query)
+    per_row = []
+    for b, p in enumerate(pads):
+        q, k, v = query[b : b + 1, :, p:], k_full[b : b + 1, :, p:], v_full[b : b + 1, :, p:]
+        cores = core_tokens(q, k, v, g, scale, pool)
+        out[b : b + 1, :, p:] = attend(q, k, v, cores, g, s, scale)
+        per_row.append(cores)
+    return out, per_row
+
+
+def _decode_step(
+    query: torch.Tensor,
+    k_full: torch.Tensor,
+    v_full: torch.Tensor,
+    cores: tuple[torch.Tensor, torch.Tensor],
+    t: int,
     scale: float,
     g: int,
     s: int,
     pool: str,
-) -> torch.Tensor:
-    """One new token at position ``t``. The keys and values (heads expanded) are the cached
-    suffix that ends at ``t``: the whole cache, or what :class:`CCACache` kept."""
-    t = module._cca_seen
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """One new token at position ``t`` (counted from the row's first real token). The keys and
+    values (heads expanded) are the cached suffix that ends at ``t``: the whole cache, or what
+    :class:`CCACache` kept. Returns the output ``(B, 1, H, D)`` and the core tokens."""
     offset = t + 1 - k_full.shape[2]  # absolute position of k_full[:, :, 0]
-    kc, vc = module._cca_cores
+    kc, vc = cores
     J = max(0, (t + 1 - s) // g)
     needed = _raw_needed_from(t, g, s)
     if needed < offset:
@@ -97,12 +162,10 @@ def _decode_step(
         q_group = query.expand(-1, -1, g, -1)
         new_k, new_v = core_tokens(q_group, k_full[:, :, lo:], v_full[:, :, lo:], g, scale, pool)
         kc, vc = torch.cat([kc, new_k], dim=2), torch.cat([vc, new_v], dim=2)
-        setattr(module, "_cca_cores", (kc, vc))  # noqa: B010 - not a registered buffer
-    setattr(module, "_cca_seen", t + 1)  # noqa: B010
     keys = torch.cat([kc[:, :, :J], k_full[:, :, g * J - offset :]], dim=2)
     values = torch.cat([vc[:, :, :J], v_full[:, :, g * J - offset :]], dim=2)
     probs = torch.softmax((query @ keys.transpose(-1, -2)) * scale, dim=-1)
-    return (probs @ values).transpose(1, 2).contiguous()
+    return (probs @ values).transpose(1, 2).contiguous(), (kc, vc)
 
 
 def _raw_needed_from(t: int, g: int, s: int) -> int:
@@ -111,12 +174,32 @@ def _raw_needed_from(t: int, g: int, s: int) -> int:
     return g * min(max(0, (t + 1 - s) // g), t // g)
 
 
-def _is_causal_only(mask: torch.Tensor) -> bool:
-    """Whether a materialised mask is the plain causal pattern (no padding)."""
-    q_len, k_len = mask.shape[-2], mask.shape[-1]
+def left_padding(mask: torch.Tensor | None, batch: int, q_len: int, k_len: int) -> list[int]:
+    """Each row's count of left-padding tokens, read from a materialised attention mask
+    (``(B, 1, q_len, k_len)``, boolean or additive); zeros for no mask or a plain causal one.
+    Any other pattern (right padding, holes, a custom mask) is refused: CCA's groups are
+    counted from each row's first real token."""
+    if mask is None:
+        return [0] * batch
     allowed = mask if mask.dtype == torch.bool else mask == 0
-    causal = torch.ones(q_len, k_len, dtype=torch.bool).tril(k_len - q_len)
-    return bool(torch.all(allowed == causal))
+    allowed = allowed.expand(batch, -1, q_len, k_len)[:, 0]
+    first_query = k_len - q_len  # absolute position of the first query
+    cols = torch.arange(k_len)
+    pads = []
+    for b in range(batch):
+        last = allowed[b, -1]
+        p = int((~last).cumsum(0).eq(torch.arange(1, k_len + 1)).sum())  # leading False
+        rows = torch.arange(q_len) + first_query
+        want = (cols[None, :] >= p) & (cols[None, :] <= rows[:, None])
+        real = rows >= p  # rows of padding tokens are not read
+        if not torch.equal(allowed[b][real], want[real]):
+            raise ValueError(
+                "CCA attention takes causal masks with left padding only (the usual batched "
+                "generation case); this mask pads elsewhere or is not causal: pad on the left "
+                "(tokenizer.padding_side = 'left') or pass unpadded inputs"
+            )
+        pads.append(p)
+    return pads
 
 
 def use_cca(model: Any, *, group_size: int, window: int, pool: str = "attention") -> str:
@@ -125,6 +208,11 @@ def use_cca(model: Any, *, group_size: int, window: int, pool: str = "attention"
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+    if not (hasattr(model, "set_attn_implementation") and hasattr(model, "config")):
+        raise TypeError(
+            "use_cca needs a loaded Hugging Face transformers decoder (a PreTrainedModel with "
+            f"set_attn_implementation, e.g. from AutoModelForCausalLM), got {type(model).__name__}"
+        )
     if not (isinstance(group_size, int) and group_size >= 1):
         raise ValueError(f"group_size must be an integer >= 1, got {group_size!r}")
     if not (isinstance(window, int) and window >= 0):
@@ -136,6 +224,8 @@ def use_cca(model: Any, *, group_size: int, window: int, pool: str = "attention"
     AttentionMaskInterface.register(name, sdpa_mask)
     model.set_attn_implementation(name)
     model._cca_settings = (group_size, window)
+    # saved by save_pretrained in config.json; load_cca reads it back
+    model.config.cca_attention = {"group_size": group_size, "window": window, "pool": pool}
     return name
 
 
@@ -143,6 +233,23 @@ def use_full(model: Any, implementation: str = "sdpa") -> None:
     """Back to full attention (PyTorch's SDPA by default)."""
     model.set_attn_implementation(implementation)
     model._cca_settings = None
+    if hasattr(model.config, "cca_attention"):
+        del model.config.cca_attention
+
+
+def load_cca(name_or_path: Any, **kwargs: Any) -> Any:
+    """``AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)``, switched to CCA with
+    the settings :func:`use_cca` recorded in the saved ``config.json`` (a model saved without
+    CCA loads as it was). ``save_pretrained`` after ``use_cca`` keeps the settings; a plain
+    ``from_pretrained`` of such a folder gives full attention, so load it with this."""
+    from transformers import AutoModelForCausalLM
+
+    kwargs.setdefault("attn_implementation", "sdpa")
+    model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+    settings = getattr(model.config, "cca_attention", None)
+    if settings:
+        use_cca(model, **settings)
+    return model
 
 
 class CCACacheLayer(DynamicLayer):
