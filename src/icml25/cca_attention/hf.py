@@ -67,15 +67,17 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
             return out.transpose(1, 2).contiguous(), None
         if query.shape[2] != 1:
             raise NotImplementedError("CCA decoding adds one token per step")
-        if pads != getattr(module, "_cca_pads", pads):
+        before = getattr(module, "_cca_pads", pads)
+        if pads != before:
             raise ValueError(
-                f"the padding changed between prefill ({module._cca_pads}) and this decoding "
-                f"step ({pads}): CCA supports left padding fixed at prefill"
+                f"the padding changed between prefill ({before}) and this decoding step "
+                f"({pads}): CCA supports left padding fixed at prefill"
             )
-        t = module._cca_seen
+        t: int = getattr(module, "_cca_seen")  # noqa: B009 - set at prefill, not a buffer
+        saved: Any = getattr(module, "_cca_cores")  # noqa: B009
         if not any(pads):
             out, cores = _decode_step(
-                query, k_full, v_full, module._cca_cores, t, scale, group_size, window, pool
+                query, k_full, v_full, saved, t, scale, group_size, window, pool
             )
         else:
             if k_full.shape[2] != t + 1:
@@ -88,7 +90,7 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
                     query[b : b + 1],
                     k_full[b : b + 1, :, p:],
                     v_full[b : b + 1, :, p:],
-                    module._cca_cores[b],
+                    saved[b],
                     t - p,
                     scale,
                     group_size,
