@@ -421,3 +421,22 @@ def test_a_dataloader_gives_the_same_learner_as_arrays():
     with pytest.raises(ValueError, match="yielded no batch"):
         b.fit_task(DataLoader(TensorDataset(torch.zeros(0, 6), torch.zeros(0))))
 
+
+def test_the_content_free_shift_moves_each_mean_as_far_as_msc_in_another_direction():
+    import copy
+
+    from icml25.drift_calibration.reproduce import ContentFreeShift
+
+    lr = _learner(random_state=4, epochs=2)
+    lr.fit_task(*_blobs([0, 1]))
+    null = copy.copy(lr)
+    null.__class__ = ContentFreeShift
+    before = lr.class_means_.clone()
+    e_old = torch.randn(10, before.shape[1], generator=torch.Generator().manual_seed(0))
+    e_new = e_old + 0.5
+    lr._shift_means(e_old, e_new)
+    null._shift_means(e_old, e_new)
+    msc_step, null_step = lr.class_means_ - before, null.class_means_ - before
+    torch.testing.assert_close(msc_step.norm(dim=1), null_step.norm(dim=1))
+    assert bool((F.cosine_similarity(msc_step, null_step, dim=1) < 0.9).all())
+    torch.testing.assert_close(lr.shift_weights_, null.shift_weights_)
