@@ -223,31 +223,51 @@ def _pretrain(cfg: Config, seed: int, X: np.ndarray, y: np.ndarray, classes: np.
     return net.eval()
 
 
-def _evaluate(learner: DriftCalibratedLearner, data: dict[str, Any], t: int) -> np.ndarray:
+def _evaluate(
+    learners: dict[str, DriftCalibratedLearner], data: dict[str, Any], t: int
+) -> dict[str, np.ndarray]:
+    """Per-task and overall accuracy of every arm on the test images seen so far. Arms that
+    share a backbone (views) share its features, computed once: the same predictions as
+    ``learner.predict``."""
     Xs = np.concatenate([data["test"][s][0] for s in range(t + 1)])
     ys = np.concatenate([data["test"][s][1] for s in range(t + 1)])
-    pred = learner.predict(Xs)
-    row = np.zeros(TASKS)
-    row[: t + 1] = task_accuracies(ys, pred, [data["tasks"][s] for s in range(t + 1)])
-    return np.append(row, float(np.mean(pred == ys)))
+    feats: dict[int, torch.Tensor] = {}
+    out = {}
+    for ab, lr in learners.items():
+        key = id(lr.backbone_)
+        if key not in feats:
+            feats[key] = lr.embed(Xs)
+        logits = lr._all_logits(feats[key].to(lr.device_)).cpu()
+        pred = lr.classes_[logits.argmax(1).numpy()]
+        row = np.zeros(TASKS)
+        row[: t + 1] = task_accuracies(ys, pred, [data["tasks"][s] for s in range(t + 1)])
+        out[ab] = np.append(row, float(np.mean(pred == ys)))
+    return out
 
 
-def _diagnostics(learner: DriftCalibratedLearner, data: dict[str, Any]) -> dict[str, float]:
-    """Mean errors (stored vs stale against the truth) and covariance drift of old classes."""
+def _diagnostics(
+    learner: DriftCalibratedLearner, data: dict[str, Any], cache: dict[Any, Any]
+) -> dict[str, float]:
+    """Mean errors (stored vs stale against the truth) and covariance drift of old classes.
+    ``cache`` keeps what depends only on the backbone (shared by its views)."""
     last = TASKS - 1
     err_est, err_stale, drift = 0.0, 0.0, []
     for c_idx, c in enumerate(learner.classes_):
         s = learner.class_task_[c_idx]
         if s == last:
             continue
-        X, y = data["train"][s]
-        true = learner.embed(X[y == c]).double().mean(0)
+        key = (id(learner.backbone_), int(c))
+        if key not in cache:
+            X, y = data["train"][s]
+            true = learner.embed(X[y == c]).double().mean(0)
+            Xt, yt = data["test"][s]
+            then = torch.cov(learner.embed(Xt[yt == c], upto_task=s).double().T)
+            now = torch.cov(learner.embed(Xt[yt == c]).double().T)
+            cache[key] = (true, float((now - then).norm() / then.norm()))
+        true, change = cache[key]
         err_est += float((learner.class_means_[c_idx].double() - true).norm())
         err_stale += float((learner.stale_means_[c_idx].double() - true).norm())
-        Xt, yt = data["test"][s]
-        then = torch.cov(learner.embed(Xt[yt == c], upto_task=s).double().T)
-        now = torch.cov(learner.embed(Xt[yt == c]).double().T)
-        drift.append(float((now - then).norm() / then.norm()))
+        drift.append(change)
     return {"mean_err": err_est, "stale_err": err_stale, "cov_drift": float(np.mean(drift))}
 
 
@@ -324,7 +344,8 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
             for k, v in flags[ab].items():
                 setattr(view, k, v)
             learners[ab] = view
-    rows = {ab: [_evaluate(learners[ab], data, 0)] for ab in ARMS}
+    learners = {ab: learners[ab] for ab in ARMS}
+    rows = {ab: [row] for ab, row in _evaluate(learners, data, 0).items()}
     for t in range(1, TASKS):
         X, y = data["train"][t]
         ref = (
@@ -340,9 +361,10 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
                 learners[ab].heads_.append(torch.nn.Parameter(head.clone()))
                 learners[ab]._finish_task(state, ref)
             learners[trainer]._finish_task(state, ref)
-        for ab in ARMS:
-            rows[ab].append(_evaluate(learners[ab], data, t))
+        for ab, row in _evaluate(learners, data, t).items():
+            rows[ab].append(row)
     out: dict[str, Any] = {"name": data["name"], "tasks": [c.tolist() for c in data["tasks"]]}
+    cache: dict[Any, Any] = {}
     for ab in ARMS:
         acc = np.array(rows[ab])  # (tasks, TASKS + 1): per-task accuracies after each task, all
         res = {
@@ -353,7 +375,7 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
             "forgetting": 100 * forgetting(acc[:, :TASKS].T),
         }
         if ab in ("msc", "full", "msc_random", "msc_b"):
-            res |= _diagnostics(learners[ab], data)
+            res |= _diagnostics(learners[ab], data, cache)
             w = learners[ab].shift_weights_
             assert w is not None
             w = w.double()
