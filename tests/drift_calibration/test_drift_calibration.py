@@ -349,3 +349,94 @@ def test_hugging_face_vit_backbone_from_config():
     assert [n.rsplit(".", 1)[1] for n in lr.lora_modules_] == ["q_proj", "v_proj"]
     assert lr.history_[-1]["distill"] > 0  # patch tokens from last_hidden_state
     assert set(lr.predict(X1.reshape(-1, 1, 28, 28))) <= {0, 1, 2, 3}
+
+
+# --------------------------------------------------------------------------- device, loaders
+def _fit_all(lr, tasks, loader=False):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    for t in tasks:
+        X, y = _blobs(t, seed=t[0])
+        if loader:
+            ds = TensorDataset(torch.as_tensor(X), torch.as_tensor(y))
+            lr.fit_task(DataLoader(ds, batch_size=7, shuffle=False))
+        else:
+            lr.fit_task(X, y)
+    return lr
+
+
+def test_an_explicit_cpu_device_gives_the_same_learner():
+    tasks = [[0, 1], [2, 3]]
+    Xt, _ = _blobs([0, 1, 2, 3], seed=99)
+    a = _fit_all(_learner(random_state=1), tasks)
+    b = _fit_all(_learner(random_state=1, device=torch.device("cpu")), tasks)
+    assert b.device_ == torch.device("cpu") and a.device_ == torch.device("cpu")
+    torch.testing.assert_close(a.decision_function(Xt), b.decision_function(Xt))
+    assert all(h.device.type == "cpu" for h in b.heads_)
+    assert next(b.backbone_.parameters()).device.type == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_cuda_device_runs_the_backbone_and_heads_there():  # pragma: no cover - GPU only
+    tasks = [[0, 1], [2, 3]]
+    Xt, yt = _blobs([0, 1, 2, 3], seed=99)
+    cpu = _fit_all(_learner(random_state=1), tasks)
+    gpu = _fit_all(_learner(random_state=1, device="cuda"), tasks)
+    assert all(h.device.type == "cuda" for h in gpu.heads_)
+    assert next(gpu.backbone_.parameters()).device.type == "cuda"
+    assert gpu.embed(Xt).device.type == "cpu" and gpu.class_means_.device.type == "cpu"
+    torch.testing.assert_close(
+        gpu.decision_function(Xt), cpu.decision_function(Xt), atol=1e-3, rtol=1e-3
+    )
+    assert gpu.score(Xt, yt) > 0.8
+
+
+def test_bad_devices_are_refused():
+    with pytest.raises(ValueError, match="device must name a torch device"):
+        _learner(device="gpu0")
+    with pytest.raises(TypeError, match=r"device must be a str, a torch\.device or None"):
+        _learner(device=0.5)
+
+
+def test_a_dataloader_gives_the_same_learner_as_arrays():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    tasks = [[0, 1], [2, 3], [4, 5]]
+    Xt, yt = _blobs([c for t in tasks for c in t], seed=99)
+    a = _fit_all(_learner(random_state=2), tasks)
+    b = _fit_all(_learner(random_state=2), tasks, loader=True)
+    torch.testing.assert_close(a.decision_function(Xt), b.decision_function(Xt))
+    # (index, x, y) batches, as the official code's loaders yield, and the test side
+    idx = torch.arange(len(Xt))
+    test = DataLoader(TensorDataset(idx, torch.as_tensor(Xt), torch.as_tensor(yt)), batch_size=9)
+    np.testing.assert_array_equal(b.predict(test), a.predict(Xt))
+    assert b.score(test) == pytest.approx(a.score(Xt, yt))
+    X, y = _blobs([6, 7], seed=6)
+    with pytest.raises(ValueError, match="carries the labels: pass y=None"):
+        b.fit_task(DataLoader(TensorDataset(torch.as_tensor(X), torch.as_tensor(y))), y)
+    with pytest.raises(ValueError, match="y is required"):
+        b.fit_task(X)
+    with pytest.raises(ValueError, match=r"each batch must be \(x, y\)"):
+        b.fit_task(DataLoader(TensorDataset(torch.as_tensor(X))))
+    with pytest.raises(ValueError, match="yielded no batch"):
+        b.fit_task(DataLoader(TensorDataset(torch.zeros(0, 6), torch.zeros(0))))
+
+
+def test_the_content_free_shift_moves_each_mean_as_far_as_msc_in_another_direction():
+    import copy
+
+    from icml25.drift_calibration.reproduce import ContentFreeShift
+
+    lr = _learner(random_state=4, epochs=2)
+    lr.fit_task(*_blobs([0, 1]))
+    null = copy.copy(lr)
+    null.__class__ = ContentFreeShift
+    before = lr.class_means_.clone()
+    e_old = torch.randn(10, before.shape[1], generator=torch.Generator().manual_seed(0))
+    e_new = e_old + 0.5
+    lr._shift_means(e_old, e_new)
+    null._shift_means(e_old, e_new)
+    msc_step, null_step = lr.class_means_ - before, null.class_means_ - before
+    torch.testing.assert_close(msc_step.norm(dim=1), null_step.norm(dim=1))
+    assert bool((F.cosine_similarity(msc_step, null_step, dim=1) < 0.9).all())
+    torch.testing.assert_close(lr.shift_weights_, null.shift_weights_)

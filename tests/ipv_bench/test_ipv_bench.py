@@ -255,6 +255,53 @@ def test_llm_judge_parses_and_clips() -> None:
     assert "[alternative_answer_2]" in lm.prompts[0]
 
 
+class _TokenLM:
+    """Greedy replies of a fixed text per prompt, cut at the token budget (one token = one
+    word here)."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts, self.budgets = texts, []
+
+    def generate(
+        self, prompts: list[str], max_new_tokens: int = 32, *, chat: bool = True
+    ) -> list[str]:
+        self.budgets.append((len(prompts), max_new_tokens))
+        out = []
+        for p in prompts:
+            words = next(t for k, t in self.texts.items() if f"Prediction: {k}" in p).split(" ")
+            out.append(" ".join(words[:max_new_tokens]))
+        return out
+
+
+def test_llm_judge_asks_again_for_cut_replies_and_counts_them() -> None:
+    from icml25.ipv_bench import looks_cut
+
+    long = '{"justification": "' + "word " * 300 + '", "semantic_alignment_score": 0.7}'
+    huge = '{"justification": "' + "word " * 3000 + '", "semantic_alignment_score": 0.9}'
+    lm = _TokenLM({"short": '{"justification": "ok", "semantic_alignment_score": 1.0}',
+                   "long": long, "huge": huge, "prose": "I cannot judge this."})  # fmt: skip
+    refs = {v: {"primary_answer": "p"} for v in ("a", "b", "c", "d")}
+    preds = {"a": "short", "b": "long", "c": "huge", "d": "prose"}
+    judge = LLMJudge(lm, max_new_tokens=256, max_retries=2)
+    scores = judge.score(preds, refs)
+    # 256 words cut "long" and "huge"; 512 completes "long"; 1,024 still cuts "huge"
+    assert scores == {"a": 1.0, "b": 0.7, "c": None, "d": None}
+    assert judge.truncated_ == ["b", "c"] and judge.cut_off_ == ["c"]
+    assert lm.budgets == [(4, 256), (2, 512), (1, 1024)]
+    assert looks_cut(long[:100]) and not looks_cut("I cannot judge this.")
+    assert not looks_cut(long)
+    # the default budget (1,024) reads the 300-word reply at once
+    default = LLMJudge(_TokenLM({"long": long}))
+    assert default.score({"b": "long"}, refs) == {"b": 0.7} and default.truncated_ == []
+
+
+def test_the_rubric_has_the_four_worked_examples() -> None:
+    from icml25.ipv_bench.judge import JUDGE_RUBRIC
+
+    scores = [parse_judge_reply(line) for line in JUDGE_RUBRIC.splitlines() if '"semantic' in line]
+    assert scores[-4:] == [1.0, 0.9, 0.7, 0.5]
+
+
 def test_category_judge_and_ipv_score() -> None:
     judge = CategoryJudge({"a": ["apple"], "b": ["banana"]})
     got = judge.score(

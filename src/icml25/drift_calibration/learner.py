@@ -25,6 +25,35 @@ from icml25.drift_calibration.calibration import (
 from icml25.drift_calibration.lora import active_adapters, add_lora, add_task_adapters
 
 
+def _is_loader(X: Any) -> bool:
+    """A ``torch.utils.data.DataLoader`` (or any other iterable of batches that is not an
+    array or a tensor)."""
+    from torch.utils.data import DataLoader
+
+    return isinstance(X, DataLoader)
+
+
+def read_loader(name: str, loader: Any) -> tuple[torch.Tensor, np.ndarray]:
+    """Inputs and labels of every batch of ``loader``, in its order (read once, on the CPU).
+
+    A batch is ``(x, y)`` or, as LAMDA-PILOT's loaders (the official code's) yield,
+    ``(index, x, y)``; ``x`` and ``y`` are tensors or arrays."""
+    xs, ys = [], []
+    for i, batch in enumerate(loader):
+        if not isinstance(batch, (tuple, list)) or len(batch) not in (2, 3):
+            raise ValueError(
+                f"{name}: each batch must be (x, y) or (index, x, y), batch {i} is "
+                f"{type(batch).__name__}"
+                + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else "")
+            )
+        x, y = batch[-2], batch[-1]
+        xs.append(torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x))
+        ys.append(np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y).reshape(-1))
+    if not xs:
+        raise ValueError(f"{name} yielded no batch")
+    return torch.cat([x.cpu() for x in xs]), np.concatenate(ys)
+
+
 def _as_input(name: str, X: Any) -> torch.Tensor:
     if isinstance(X, np.ndarray):
         if X.dtype.kind == "f":
@@ -96,6 +125,16 @@ class DriftCalibratedLearner:
         estimating their shift: the upper-bound ablation.
     random_state
         Seed of adapter initialisation, batch order and Gaussian sampling.
+    device
+        Where the backbone's copy, the adapters and the heads live and the forward passes run
+        (``"cuda"``, ``torch.device("cuda:1")``...); ``None``: the backbone's own device. Inputs
+        stay where they are given and are moved batch by batch; class statistics, features
+        returned by :meth:`embed` and predictions are on the CPU. Random draws are made on the
+        CPU, so a seed gives the same initial adapters and samples on every device.
+
+    Data can be arrays or tensors ``(X, y)``, or a ``torch.utils.data.DataLoader`` whose batches
+    are ``(x, y)`` or ``(index, x, y)`` (the official code's loaders), read once in its order
+    (augmentation it applies is drawn once); the learner batches and shuffles itself.
 
     Attributes
     ----------
@@ -143,6 +182,7 @@ class DriftCalibratedLearner:
         pooling: str = "cls",
         oracle_means: bool = False,
         random_state: int = 0,
+        device: str | torch.device | None = None,
     ) -> None:
         if not isinstance(backbone, nn.Module):
             raise TypeError(f"backbone must be a torch.nn.Module, got {type(backbone).__name__}")
@@ -182,6 +222,16 @@ class DriftCalibratedLearner:
             raise ValueError("oracle_means=True replaces mean_shift: set mean_shift=False")
         self.oracle_means = oracle_means
         self.random_state = V.integer("random_state", random_state, low=0)
+        if device is not None:
+            if not isinstance(device, (str, torch.device)):
+                raise TypeError(
+                    f"device must be a str, a torch.device or None, got {type(device).__name__}"
+                )
+            try:
+                torch.device(device)
+            except RuntimeError as exc:
+                raise ValueError(f"device must name a torch device, got {device!r}") from exc
+        self.device = device
         self.classes_ = np.zeros(0, dtype=np.int64)
         self.task_classes_: list[np.ndarray] = []
         self.heads_ = nn.ParameterList()
@@ -199,7 +249,7 @@ class DriftCalibratedLearner:
         return len(self.task_classes_)
 
     def _tokens(self, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        out = self.backbone_(X)
+        out = self.backbone_(X.to(self.device_, non_blocking=True))
         if hasattr(out, "last_hidden_state"):
             out = out.last_hidden_state
         elif isinstance(out, (tuple, list)):
@@ -229,15 +279,16 @@ class DriftCalibratedLearner:
         with active_adapters(self.backbone_, n):
             return torch.cat(
                 [
-                    self._tokens(X[i : i + batch_size])[0].float()
+                    self._tokens(X[i : i + batch_size])[0].float().cpu()
                     for i in range(0, len(X), batch_size)
                 ]
             )
 
     def _embed_n(self, X: torch.Tensor, n: int) -> torch.Tensor:
+        """Features on the CPU under adapters ``0 .. n - 1``."""
         with torch.no_grad(), active_adapters(self.backbone_, n):
             return torch.cat(
-                [self._tokens(X[i : i + 512])[0].float() for i in range(0, len(X), 512)]
+                [self._tokens(X[i : i + 512])[0].float().cpu() for i in range(0, len(X), 512)]
             )
 
     # ------------------------------------------------------------------ checks
@@ -248,6 +299,8 @@ class DriftCalibratedLearner:
             )
 
     def _check_X(self, name: str, X: Any) -> torch.Tensor:
+        if _is_loader(X):
+            X = read_loader(name, X)[0]
         X = _as_input(name, X)
         shape = getattr(self, "input_shape_", None)
         if shape is not None and tuple(X.shape[1:]) != shape:
@@ -258,16 +311,14 @@ class DriftCalibratedLearner:
         return X
 
     # ------------------------------------------------------------------ fit
-    def fit_task(
-        self, X: Any, y: Any, *, reference: tuple[Any, Any] | None = None
-    ) -> DriftCalibratedLearner:
+    def fit_task(self, X: Any, y: Any = None, *, reference: Any = None) -> DriftCalibratedLearner:
         """Learn one task: the classes in ``y``, none of which may have been seen before.
 
-        ``reference = (X_old, y_old)`` is old-class data, used only with ``oracle_means=True``.
-        Returns ``self``.
+        ``X`` may be a ``DataLoader`` of ``(x, y)`` or ``(index, x, y)`` batches (then ``y`` is
+        None). ``reference = (X_old, y_old)`` (or a loader) is old-class data, used only with
+        ``oracle_means=True``. Returns ``self``.
         """
-        X = self._check_X("X", X)
-        y = V.class_labels("y", y, n=len(X))
+        X, y = self._xy("X", X, y)
         new = np.unique(y)
         seen = np.intersect1d(new, self.classes_)
         if seen.size:
@@ -283,13 +334,29 @@ class DriftCalibratedLearner:
         if self.oracle_means and self.task_classes_:
             if reference is None:
                 raise ValueError("reference=(X_old, y_old) is required with oracle_means=True")
+            if _is_loader(reference):
+                reference = read_loader("reference", reference)
+            if not isinstance(reference, (tuple, list)) or len(reference) != 2:
+                raise ValueError("reference must be (X_old, y_old) or a DataLoader")
             Xr = self._check_X("reference X", reference[0])
             yr = V.class_labels("reference y", reference[1], n=len(Xr))
+            reference = (Xr, yr)
             missing = np.setdiff1d(self.classes_, yr)
             if missing.size:
                 raise ValueError(f"reference must hold every old class; missing {missing.tolist()}")
         self._finish_task(self._learn_task(X, y), reference)
         return self
+
+    def _xy(self, name: str, X: Any, y: Any) -> tuple[torch.Tensor, np.ndarray]:
+        """``(X, y)`` checked, from arrays or from a DataLoader (then ``y`` must be None)."""
+        if _is_loader(X):
+            if y is not None:
+                raise ValueError(f"{name} is a DataLoader, which carries the labels: pass y=None")
+            X, y = read_loader(name, X)
+        elif y is None:
+            raise ValueError(f"y is required when {name} is not a DataLoader")
+        X = self._check_X(name, X)
+        return X, V.class_labels("y", y, n=len(X))
 
     def _learn_task(self, X: torch.Tensor, y: np.ndarray) -> dict[str, Any]:
         """Steps (1)-(2): the old network's features, training of the new adapter and head,
@@ -301,7 +368,12 @@ class DriftCalibratedLearner:
         gen = torch.Generator().manual_seed(self.random_state * 1000 + t)
         if t == 0:
             self.input_shape_ = tuple(X.shape[1:])
-            self.backbone_ = copy.deepcopy(self.backbone)
+            if self.device is not None:
+                self.device_ = torch.device(self.device)
+            else:
+                first = next(self.backbone.parameters(), None)
+                self.device_ = first.device if first is not None else torch.device("cpu")
+            self.backbone_ = copy.deepcopy(self.backbone).to(self.device_)
             for p in self.backbone_.parameters():
                 p.requires_grad_(False)
             self.backbone_.eval()
@@ -327,8 +399,9 @@ class DriftCalibratedLearner:
                 ]
             )
         d = self._embed_n(X[:2], t + 1).shape[1] if t == 0 else self.class_means_.shape[1]
-        head = nn.Parameter(torch.empty(len(new), d))
-        nn.init.trunc_normal_(head, std=0.02, generator=gen)
+        w = torch.empty(len(new), d)
+        nn.init.trunc_normal_(w, std=0.02, generator=gen)
+        head = nn.Parameter(w.to(self.device_))
         self.heads_.append(head)
         params.append(head)
         # (2) train the current adapter and head
@@ -345,9 +418,7 @@ class DriftCalibratedLearner:
         # (3) mean-shift compensation of the old class means
         if t > 0 and self.mean_shift:
             assert e_old is not None
-            self.class_means_, self.shift_weights_ = mean_shift(
-                self.class_means_, e_old, e_new, sigma=self.sigma
-            )
+            self._shift_means(e_old, e_new)
         if t > 0 and self.oracle_means:
             assert reference is not None
             Xr = _as_input("reference X", reference[0])
@@ -373,6 +444,12 @@ class DriftCalibratedLearner:
         if t > 0 and self.alignment:
             self._align(t, torch.Generator().manual_seed(self.random_state * 1000 + t + 500))
 
+    def _shift_means(self, e_old: torch.Tensor, e_new: torch.Tensor) -> None:
+        """Mean-shift compensation of the stored old means (:func:`mean_shift`)."""
+        self.class_means_, self.shift_weights_ = mean_shift(
+            self.class_means_, e_old, e_new, sigma=self.sigma
+        )
+
     def _train(
         self,
         X: torch.Tensor,
@@ -389,12 +466,14 @@ class DriftCalibratedLearner:
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
         head = self.heads_[t]
         use_old = t > 0 and self.lora and (precisions is not None or self.distillation)
+        if precisions is not None:
+            precisions = precisions.to(self.device_)
         for _ in range(epochs):
             order = torch.randperm(len(X), generator=gen)
             sums = {"ce": 0.0, "maha": 0.0, "distill": 0.0}
             for i in range(0, len(X), self.batch_size):
                 idx = order[i : i + self.batch_size]
-                xb, yb = X[idx], local[idx]
+                xb, yb = X[idx], local[idx].to(self.device_)
                 if use_old:
                     with torch.no_grad(), active_adapters(self.backbone_, t):
                         cls_old, p_old = self._tokens(xb)
@@ -437,11 +516,12 @@ class DriftCalibratedLearner:
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=self.align_epochs)
         sizes = [len(c) for c in self.task_classes_]
         n = self.align_samples
-        labels = torch.arange(C).repeat_interleave(n)
+        labels = torch.arange(C).repeat_interleave(n).to(self.device_)
         for _ in range(self.align_epochs):
             z = torch.randn(C, n, d, generator=gen, dtype=torch.float64)
             feats = (means[:, None, :] + z @ chol.transpose(1, 2)).reshape(C * n, d).float()
-            order = torch.randperm(C * n, generator=gen)
+            feats = feats.to(self.device_)
+            order = torch.randperm(C * n, generator=gen).to(self.device_)
             for s in range(C):
                 idx = order[s * n : (s + 1) * n]
                 logits = self._all_logits(feats[idx])
@@ -462,17 +542,18 @@ class DriftCalibratedLearner:
     # ------------------------------------------------------------------ predict
     @torch.no_grad()
     def decision_function(self, X: Any) -> torch.Tensor:
-        """Cosine logits ``(N, C)`` over all classes seen so far (columns in ``classes_`` order)."""
-        return self._all_logits(self.embed(X))
+        """Cosine logits ``(N, C)`` over all classes seen so far (columns in ``classes_`` order),
+        on the CPU."""
+        return self._all_logits(self.embed(X).to(self.device_)).cpu()
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels by argmax over every head's cosine logits (no task id)."""
         return self.classes_[self.decision_function(X).argmax(1).numpy()]
 
-    def score(self, X: Any, y: Any) -> float:
-        """Top-1 accuracy over all classes seen so far."""
-        X = self._check_X("X", X)
-        y = V.class_labels("y", y, n=len(X))
+    def score(self, X: Any, y: Any = None) -> float:
+        """Top-1 accuracy over all classes seen so far (``X`` may be a DataLoader of
+        ``(x, y)`` batches, then ``y`` is None)."""
+        X, y = self._xy("X", X, y)
         return float(np.mean(self.predict(X) == y))
 
     def memory_bytes(self) -> int:

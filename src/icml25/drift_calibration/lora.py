@@ -71,8 +71,11 @@ class LoRALinear(nn.Module):
         for p in list(self.lora_A) + list(self.lora_B):
             p.requires_grad_(False)
         w = self.base.weight
-        a = torch.empty(self.rank, self.in_features, dtype=w.dtype, device=w.device)
+        # drawn on the CPU (where a seeded generator lives), then moved: the same adapter on
+        # every device
+        a = torch.empty(self.rank, self.in_features, dtype=w.dtype)
         nn.init.kaiming_uniform_(a, a=math.sqrt(5), generator=generator)
+        a = a.to(w.device)
         b = torch.zeros(self.out_features, self.rank, dtype=w.dtype, device=w.device)
         self.lora_A.append(nn.Parameter(a))
         self.lora_B.append(nn.Parameter(b))

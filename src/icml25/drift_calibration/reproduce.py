@@ -15,11 +15,24 @@ pretrained backbone and the same task-0 learner:
 - ``full``: mean shift + covariance calibration + distillation;
 - ``oracle``: ``cc`` with old class means recomputed from old training data.
 
+Null arms and a gate (issues 48 and 54), on the same backbones:
+
+- ``msc_random``: the ``stale`` backbone with each old mean moved as far as MSC moves it, in a
+  random direction (content-free shift: the null arm of the MSC claims);
+- ``oracle_stale``: the ``stale`` backbone with exact old means (the gate of ``msc_last_gain``:
+  a ceiling that the gain can reach at all);
+- ``stale_b`` and its view ``msc_b``: the ``stale`` learner trained again from another seed
+  (adapters, batch order, alignment samples): A/A arms for the calibration claims, the same
+  comparison with the calibration removed from the treated arm.
+
 Accuracy is task-agnostic top-1 over the classes seen so far on held-out test images.
 Diagnostics on old classes after the last task: the error of the stored means against the
 old classes' true mean under the final network (their training images), and the relative
 Frobenius change of each old class's feature covariance (test images) between the network
-that learned it and the final one. Claims and rules were fixed in code before the first run.
+that learned it and the final one. Claims and rules were fixed in code before the first run;
+the null arms and the gate were committed before the runs that judge them. The full budget
+runs at least five seeds (fewer given on the command line are extended by the next integers);
+intervals are t over seeds.
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from icml25.core.claims import Claim, Rule
+from icml25.core.claims import Claim, Gate, Null, Rule, gate_key, null_key
 from icml25.core.data import load_image_benchmark
 from icml25.core.runner import RunContext
 from icml25.drift_calibration.backbone import TinyViT
@@ -40,6 +53,9 @@ from icml25.drift_calibration.calibration import forgetting, task_accuracies
 from icml25.drift_calibration.learner import DriftCalibratedLearner
 
 ABLATIONS = ("frozen", "stale", "msc", "cc", "full", "oracle")
+NULL_ARMS = ("msc_random", "oracle_stale", "stale_b", "msc_b")
+REPLICATE = 7919  # random_state offset of the A/A replicate (stale_b, msc_b)
+AA_NULL = "the same comparison with the calibration removed from the treated arm: LoRA with "
 
 CLAIMS = (
     Claim(
@@ -51,14 +67,26 @@ CLAIMS = (
         "after the last task (true = mean of the class's training images, final network)",
         paper_value="qualitative",
         rule=Rule("<=", 0.7, partial=0.9),
+        null=Null(
+            arm="a content-free shift: each old mean moved as far as MSC moves it, in a random "
+            "direction (msc_random)"
+        ),
     ),
     Claim(
         id="msc_last_gain",
         statement="Adding mean-shift compensation raises the last accuracy over stale means.",
         where="Ablation table (MSC row)",
-        metric="last accuracy msc - stale, percentage points",
+        metric="last accuracy msc - stale, percentage points (t over seeds)",
         paper_value="gain (table not retrieved)",
         rule=Rule(">=", 0.5, partial=0.0),
+        null=Null(
+            arm="a content-free shift: each old mean moved as far as MSC moves it, in a random "
+            "direction (msc_random - stale)"
+        ),
+        gate=Gate(
+            "exact old means on the same backbone reach the rule: last accuracy oracle_stale - "
+            "stale (a ceiling for any mean update)"
+        ),
     ),
     Claim(
         id="cc_last_gain",
@@ -68,6 +96,7 @@ CLAIMS = (
         metric="last accuracy full - msc, percentage points",
         paper_value="gain (table not retrieved)",
         rule=Rule(">=", 0.5, partial=0.0),
+        null=Null(arm=AA_NULL + "mean shift trained again from another seed (msc_b - msc)"),
     ),
     Claim(
         id="full_last_gain",
@@ -76,6 +105,7 @@ CLAIMS = (
         metric="last accuracy full - stale, percentage points",
         paper_value="gain (table not retrieved)",
         rule=Rule(">=", 1.0, partial=0.0),
+        null=Null(arm=AA_NULL + "stale means trained again from another seed (stale_b - stale)"),
     ),
     Claim(
         id="full_avg_gain",
@@ -84,6 +114,7 @@ CLAIMS = (
         metric="average accuracy (over tasks) full - stale, percentage points",
         paper_value="gain (table not retrieved)",
         rule=Rule(">=", 1.0, partial=0.0),
+        null=Null(arm=AA_NULL + "stale means trained again from another seed (stale_b - stale)"),
     ),
     Claim(
         id="cov_drift_ratio",
@@ -93,6 +124,10 @@ CLAIMS = (
         "full / msc (test images, unnormalised features)",
         paper_value="lower with calibration",
         rule=Rule("<=", 0.9, partial=1.0),
+        null=Null(
+            arm="the covariance drift of the msc backbone trained again from another seed, over "
+            "that of msc (msc_b / msc): no calibration in either"
+        ),
     ),
     Claim(
         id="full_vs_frozen",
@@ -137,7 +172,18 @@ CONFIGS = {
     "quick": Config(400, 3, 300, 300, 2, 3, 0.005, 8, 64, 3),
     "full": Config(2000, 6, 1000, 1000, 4, 6, 0.005, 16, 64, 3),
 }
+MIN_SEEDS = {"tiny": 1, "quick": 3, "full": 5}
+"""Seeds each budget runs at least (issue 48: >= 5 in full, where a seed costs ~2 min of CPU);
+fewer given on the command line are extended by the next integers."""
 FIRST, STEP, TASKS = 4, 2, 4
+TRAINERS = (
+    ("stale", ("msc", "msc_random", "oracle_stale")),
+    ("cc", ("full", "oracle")),
+    ("stale_b", ("msc_b",)),
+)
+"""Learners that train a backbone, and the views that share it (they differ only in the mean
+update, which never feeds back into training)."""
+ARMS = ABLATIONS + NULL_ARMS
 
 
 def _data(cfg: Config, seed: int) -> dict[str, Any]:
@@ -177,32 +223,72 @@ def _pretrain(cfg: Config, seed: int, X: np.ndarray, y: np.ndarray, classes: np.
     return net.eval()
 
 
-def _evaluate(learner: DriftCalibratedLearner, data: dict[str, Any], t: int) -> np.ndarray:
+def _evaluate(
+    learners: dict[str, DriftCalibratedLearner], data: dict[str, Any], t: int
+) -> dict[str, np.ndarray]:
+    """Per-task and overall accuracy of every arm on the test images seen so far. Arms that
+    share a backbone (views) share its features, computed once: the same predictions as
+    ``learner.predict``."""
     Xs = np.concatenate([data["test"][s][0] for s in range(t + 1)])
     ys = np.concatenate([data["test"][s][1] for s in range(t + 1)])
-    pred = learner.predict(Xs)
-    row = np.zeros(TASKS)
-    row[: t + 1] = task_accuracies(ys, pred, [data["tasks"][s] for s in range(t + 1)])
-    return np.append(row, float(np.mean(pred == ys)))
+    feats: dict[int, torch.Tensor] = {}
+    out = {}
+    for ab, lr in learners.items():
+        key = id(lr.backbone_)
+        if key not in feats:
+            feats[key] = lr.embed(Xs)
+        logits = lr._all_logits(feats[key].to(lr.device_)).cpu()
+        pred = lr.classes_[logits.argmax(1).numpy()]
+        row = np.zeros(TASKS)
+        row[: t + 1] = task_accuracies(ys, pred, [data["tasks"][s] for s in range(t + 1)])
+        out[ab] = np.append(row, float(np.mean(pred == ys)))
+    return out
 
 
-def _diagnostics(learner: DriftCalibratedLearner, data: dict[str, Any]) -> dict[str, float]:
-    """Mean errors (stored vs stale against the truth) and covariance drift of old classes."""
+def _diagnostics(
+    learner: DriftCalibratedLearner, data: dict[str, Any], cache: dict[Any, Any]
+) -> dict[str, float]:
+    """Mean errors (stored vs stale against the truth) and covariance drift of old classes.
+    ``cache`` keeps what depends only on the backbone (shared by its views)."""
     last = TASKS - 1
     err_est, err_stale, drift = 0.0, 0.0, []
     for c_idx, c in enumerate(learner.classes_):
         s = learner.class_task_[c_idx]
         if s == last:
             continue
-        X, y = data["train"][s]
-        true = learner.embed(X[y == c]).double().mean(0)
+        key = (id(learner.backbone_), int(c))
+        if key not in cache:
+            X, y = data["train"][s]
+            true = learner.embed(X[y == c]).double().mean(0)
+            Xt, yt = data["test"][s]
+            then = torch.cov(learner.embed(Xt[yt == c], upto_task=s).double().T)
+            now = torch.cov(learner.embed(Xt[yt == c]).double().T)
+            cache[key] = (true, float((now - then).norm() / then.norm()))
+        true, change = cache[key]
         err_est += float((learner.class_means_[c_idx].double() - true).norm())
         err_stale += float((learner.stale_means_[c_idx].double() - true).norm())
-        Xt, yt = data["test"][s]
-        then = torch.cov(learner.embed(Xt[yt == c], upto_task=s).double().T)
-        now = torch.cov(learner.embed(Xt[yt == c]).double().T)
-        drift.append(float((now - then).norm() / then.norm()))
+        drift.append(change)
     return {"mean_err": err_est, "stale_err": err_stale, "cov_drift": float(np.mean(drift))}
+
+
+class ContentFreeShift(DriftCalibratedLearner):
+    """The null arm of the MSC claims: each old mean moves as far as mean-shift compensation
+    would move it, in a random direction (no information from the embedding changes)."""
+
+    def _shift_means(self, e_old: torch.Tensor, e_new: torch.Tensor) -> None:
+        before = self.class_means_.clone()
+        super()._shift_means(e_old, e_new)
+        size = (self.class_means_ - before).norm(dim=1, keepdim=True)
+        gen = torch.Generator().manual_seed(self.random_state * 1000 + self.n_tasks + 900)
+        direction = torch.randn(before.shape, generator=gen, dtype=before.dtype)
+        self.class_means_ = before + size * direction / direction.norm(dim=1, keepdim=True)
+
+
+def _seeds(given: tuple[int, ...], at_least: int) -> tuple[int, ...]:
+    seeds = list(given)
+    while len(seeds) < at_least:
+        seeds.append(max(seeds) + 1)
+    return tuple(seeds)
 
 
 def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
@@ -230,26 +316,36 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
         "oracle": dict(
             mean_shift=False, covariance_calibration=True, distillation=True, oracle_means=True
         ),
+        "oracle_stale": dict(
+            mean_shift=False, covariance_calibration=False, distillation=False, oracle_means=True
+        ),
     }
+    flags["msc_random"] = flags["msc_b"] = flags["msc"]
+    flags["stale_b"] = flags["stale"]
     base = DriftCalibratedLearner(net, **common).fit_task(X0, y0)  # type: ignore[arg-type]
     frozen = DriftCalibratedLearner(net, **common, **flags["frozen"]).fit_task(X0, y0)  # type: ignore[arg-type]
     # Mean updates and alignment never feed back into the backbone's training, so the
     # ablations that differ only there share one trained backbone: "stale" trains it and
     # "msc" is a view on it; "cc" trains the calibrated one and "full" and "oracle" are views.
     learners: dict[str, DriftCalibratedLearner] = {"frozen": frozen}
-    for trainer, views in (("stale", ("msc",)), ("cc", ("full", "oracle"))):
+    for trainer, views in TRAINERS:
         learners[trainer] = copy.deepcopy(base)
+        if trainer == "stale_b":
+            learners[trainer].random_state = seed + REPLICATE
         for k, v in flags[trainer].items():
             setattr(learners[trainer], k, v)
         for ab in views:
             view = copy.copy(learners[trainer])
+            if ab == "msc_random":
+                view.__class__ = ContentFreeShift
             view.heads_ = torch.nn.ParameterList(
                 [torch.nn.Parameter(h.detach().clone()) for h in base.heads_]
             )
             for k, v in flags[ab].items():
                 setattr(view, k, v)
             learners[ab] = view
-    rows = {ab: [_evaluate(learners[ab], data, 0)] for ab in ABLATIONS}
+    learners = {ab: learners[ab] for ab in ARMS}
+    rows = {ab: [row] for ab, row in _evaluate(learners, data, 0).items()}
     for t in range(1, TASKS):
         X, y = data["train"][t]
         ref = (
@@ -258,17 +354,18 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
         )
         ctx.progress(f"seed {seed}: task {t} (classes {data['tasks'][t].tolist()})")
         frozen.fit_task(X, y)
-        for trainer, views in (("stale", ("msc",)), ("cc", ("full", "oracle"))):
+        for trainer, views in TRAINERS:
             state = learners[trainer]._learn_task(torch.as_tensor(X), y)
             head = learners[trainer].heads_[-1].detach().clone()
             for ab in views:
                 learners[ab].heads_.append(torch.nn.Parameter(head.clone()))
                 learners[ab]._finish_task(state, ref)
             learners[trainer]._finish_task(state, ref)
-        for ab in ABLATIONS:
-            rows[ab].append(_evaluate(learners[ab], data, t))
+        for ab, row in _evaluate(learners, data, t).items():
+            rows[ab].append(row)
     out: dict[str, Any] = {"name": data["name"], "tasks": [c.tolist() for c in data["tasks"]]}
-    for ab in ABLATIONS:
+    cache: dict[Any, Any] = {}
+    for ab in ARMS:
         acc = np.array(rows[ab])  # (tasks, TASKS + 1): per-task accuracies after each task, all
         res = {
             "curve": 100 * acc[:, -1],
@@ -277,8 +374,8 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
             "avg": 100 * acc[:, -1].mean(),
             "forgetting": 100 * forgetting(acc[:, :TASKS].T),
         }
-        if ab in ("msc", "full"):
-            res |= _diagnostics(learners[ab], data)
+        if ab in ("msc", "full", "msc_random", "msc_b"):
+            res |= _diagnostics(learners[ab], data, cache)
             w = learners[ab].shift_weights_
             assert w is not None
             w = w.double()
@@ -289,24 +386,45 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     cfg = CONFIGS[ctx.budget]
-    out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
-    runs = []
-    for seed in ctx.seeds:
-        r = _run_seed(cfg, seed, ctx)
-        runs.append(r)
-        out["msc_mean_error"].append(r["msc"]["mean_err"] / r["msc"]["stale_err"])
-        out["msc_last_gain"].append(r["msc"]["last"] - r["stale"]["last"])
-        out["cc_last_gain"].append(r["full"]["last"] - r["msc"]["last"])
-        out["full_last_gain"].append(r["full"]["last"] - r["stale"]["last"])
-        out["full_avg_gain"].append(r["full"]["avg"] - r["stale"]["avg"])
-        out["cov_drift_ratio"].append(r["full"]["cov_drift"] / r["msc"]["cov_drift"])
-        out["full_vs_frozen"].append(r["full"]["last"] - r["frozen"]["last"])
-        out["oracle_gap"].append(r["oracle"]["last"] - r["cc"]["last"])
-    _report(ctx, cfg, runs)
+    seeds = _seeds(ctx.seeds, MIN_SEEDS[ctx.budget])
+    runs = [_run_seed(cfg, seed, ctx) for seed in seeds]
+
+    def each(f: Any) -> list[float]:
+        return [float(f(r)) for r in runs]
+
+    def mean_err(ab: str) -> list[float]:
+        return each(lambda r: r[ab]["mean_err"] / r[ab]["stale_err"])
+
+    def diff(a: str, b: str, key: str = "last") -> list[float]:
+        return each(lambda r: r[a][key] - r[b][key])
+
+    def cov(a: str, b: str) -> list[float]:
+        return each(lambda r: r[a]["cov_drift"] / r[b]["cov_drift"])
+
+    out = {
+        "msc_mean_error": mean_err("msc"),
+        null_key("msc_mean_error"): mean_err("msc_random"),
+        "msc_last_gain": diff("msc", "stale"),
+        null_key("msc_last_gain"): diff("msc_random", "stale"),
+        gate_key("msc_last_gain"): diff("oracle_stale", "stale"),
+        "cc_last_gain": diff("full", "msc"),
+        null_key("cc_last_gain"): diff("msc_b", "msc"),
+        "full_last_gain": diff("full", "stale"),
+        null_key("full_last_gain"): diff("stale_b", "stale"),
+        "full_avg_gain": diff("full", "stale", "avg"),
+        null_key("full_avg_gain"): diff("stale_b", "stale", "avg"),
+        "cov_drift_ratio": cov("full", "msc"),
+        null_key("cov_drift_ratio"): cov("msc_b", "msc"),
+        "full_vs_frozen": diff("full", "frozen"),
+        "oracle_gap": diff("oracle", "cc"),
+    }
+    _report(ctx, cfg, runs, seeds)
     return out
 
 
-def _report(ctx: RunContext, cfg: Config, runs: list[dict[str, Any]]) -> None:
+def _report(
+    ctx: RunContext, cfg: Config, runs: list[dict[str, Any]], seeds: tuple[int, ...]
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -322,10 +440,11 @@ def _report(ctx: RunContext, cfg: Config, runs: list[dict[str, Any]]) -> None:
     ctx.note(
         "- The backbone is a TinyViT pretrained here on four classes, not an ImageNet-21k ViT-B/16."
     )
+    ctx.note(f"- Seeds {list(seeds)} (mean ± std over them below).")
     ctx.note("")
     ctx.note("| ablation | last acc (%) | average acc (%) | forgetting (pts) |")
     ctx.note("|---|---|---|---|")
-    for ab in ABLATIONS:
+    for ab in ARMS:
         vals = {k: np.array([r[ab][k] for r in runs]) for k in ("last", "avg", "forgetting")}
         ctx.note(
             f"| {ab} | "
@@ -335,7 +454,7 @@ def _report(ctx: RunContext, cfg: Config, runs: list[dict[str, Any]]) -> None:
             + " |"
         )
     ctx.note("")
-    for ab in ("msc", "full"):
+    for ab in ("msc", "full", "msc_random", "msc_b"):
         errs = [(r[ab]["mean_err"], r[ab]["stale_err"], r[ab]["cov_drift"]) for r in runs]
         ctx.note(
             f"- {ab}: old-class mean error stored / stale = "

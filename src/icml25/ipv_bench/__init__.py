@@ -45,6 +45,7 @@ from icml25.ipv_bench.judge import (
     LLMJudge,
     ipv_score,
     judge_prompt,
+    looks_cut,
     parse_judge_reply,
 )
 from icml25.ipv_bench.models import (
@@ -107,6 +108,7 @@ __all__ = [
     "judgement_scores",
     "load_ipv_bench",
     "load_prompt_suite",
+    "looks_cut",
     "mcqa_prompt",
     "mcqa_scores",
     "openqa_scores",

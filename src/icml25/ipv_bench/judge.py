@@ -12,7 +12,14 @@ The released script fills in only the primary answer and the prediction; the thr
 answers stay as literal placeholders. :func:`judge_prompt` reproduces that (``variant=
 "released"``) or fills them in (``variant="all_answers"``, a different judge). The rubric text
 here is our own wording of the released rubric (the repository has no licence), with the same
-score bands and output format; pass ``template=`` to use another text.
+score bands, output format and four worked examples (the same four cases, scored 1.0, 0.9, 0.7
+and 0.5, in our words); pass ``template=`` to use another text.
+
+The released script calls GPT-4o without a token limit, so a reply is never cut. A cut reply
+does not decode and scores 0. :class:`LLMJudge` therefore asks for up to 1,024 new tokens and
+asks again, with twice the budget, for every reply that is cut (an unclosed JSON object), up to
+``max_retries`` times; it counts the replies that were cut (``truncated_``) and those still cut
+at the last budget (``cut_off_``).
 
 Judges: :class:`LLMJudge` (any :class:`icml25.core.llm.LanguageModel`, e.g. a served GPT-4o
 through ``OpenAICompatibleLM`` or the embedded SmolLM2) and :class:`CategoryJudge`, a
@@ -51,8 +58,33 @@ content added;
 - 0.1-0.4: weak alignment, somewhat relevant but largely incorrect or incomplete;
 - 0.0: no alignment.
 
-Answer only with JSON:
+First write the justification, then the score. Answer only with JSON:
 {"justification": "...", "semantic_alignment_score": "a score between 0 and 1"}
+
+Worked examples:
+
+1. Reference: a car drives off a cliff and rises upward instead of falling, against gravity \
+(alternatives say the same in other words). Prediction: "Instead of dropping, the car goes up \
+into the air, which breaks gravity."
+{"justification": "Same core phenomenon (the car rises instead of falling); accurate and \
+natural.", "semantic_alignment_score": 1.0}
+
+2. Reference: a rock rolls up a slope instead of down, against gravity. Prediction: "The rock \
+goes up the slope, breaking gravity."
+{"justification": "Main idea captured; it leaves out the contrast with rolling down.", \
+"semantic_alignment_score": 0.9}
+
+3. Reference: a ball bounces higher after every bounce, against the laws of physics (it should \
+lose energy). Prediction: "The ball keeps bouncing higher, which is odd."
+{"justification": "Part of the phenomenon (higher bounces); it does not say that this gains \
+height each time or breaks physics.", "semantic_alignment_score": 0.7}
+
+4. Reference: the sun sets in the east and rises in the west, the reverse of the natural \
+order. Prediction: "The sun comes up in the west."
+{"justification": "Half of the phenomenon (rising in the west); the reversed setting is \
+missing.", "semantic_alignment_score": 0.5}
+
+Output the JSON only, with no other words.
 
 Input:
 """
@@ -123,6 +155,15 @@ def parse_judge_reply(reply: object) -> float | None:
     return score
 
 
+def looks_cut(reply: object) -> bool:
+    """Whether a judge reply that does not decode was cut short: a JSON object is opened and
+    not closed (after deleting ``json`` and code fences, as the released scorer does)."""
+    if parse_judge_reply(reply) is not None:
+        return False
+    text = str(reply).replace("json", "").replace("```", "")
+    return text.count("{") > text.count("}")
+
+
 class LLMJudge:
     """Scores open-ended answers with a language model (one prompt per video).
 
@@ -134,10 +175,29 @@ class LLMJudge:
     variant
         ``"released"`` (primary answer only) or ``"all_answers"``.
     max_new_tokens
-        Budget for each reply.
+        First budget for each reply (1,024, the released inference scripts' budget; the
+        released judge sets none).
+    max_retries
+        How many times a cut reply (:func:`looks_cut`) is asked for again, each time with
+        twice the budget (greedy decoding continues the same reply).
+
+    Attributes
+    ----------
+    truncated_ : list of str
+        Videos whose reply was cut at the first budget (in the last :meth:`replies` call).
+    cut_off_ : list of str
+        Videos whose reply was still cut at the last budget (they score 0, as an undecodable
+        reply does in the released scorer).
     """
 
-    def __init__(self, lm: Any, *, variant: str = "released", max_new_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        lm: Any,
+        *,
+        variant: str = "released",
+        max_new_tokens: int = 1024,
+        max_retries: int = 2,
+    ) -> None:
         if not callable(getattr(lm, "generate", None)):
             raise TypeError(
                 f"lm must have a generate(prompts, ...) method, got {type(lm).__name__}"
@@ -145,6 +205,9 @@ class LLMJudge:
         self.lm = lm
         self.variant = V.choice("variant", variant, VARIANTS)
         self.max_new_tokens = V.integer("max_new_tokens", max_new_tokens, low=1)
+        self.max_retries = V.integer("max_retries", max_retries, low=0)
+        self.truncated_: list[str] = []
+        self.cut_off_: list[str] = []
 
     def replies(
         self, predictions: Mapping[str, str], references: Mapping[str, Mapping[str, Any]]
@@ -161,8 +224,22 @@ class LLMJudge:
             )
             for k in keys
         ]
-        out = self.lm.generate(prompts, self.max_new_tokens, chat=True)
-        return dict(zip(keys, out, strict=False))
+        out = list(self.lm.generate(prompts, self.max_new_tokens, chat=True))
+        if len(out) != len(prompts):
+            raise ValueError(f"lm.generate returned {len(out)} replies for {len(prompts)} prompts")
+        cut = [i for i, reply in enumerate(out) if looks_cut(reply)]
+        self.truncated_ = [keys[i] for i in cut]
+        budget = self.max_new_tokens
+        for _ in range(self.max_retries):
+            if not cut:
+                break
+            budget *= 2
+            again = self.lm.generate([prompts[i] for i in cut], budget, chat=True)
+            for i, reply in zip(cut, again, strict=True):
+                out[i] = reply
+            cut = [i for i in cut if looks_cut(out[i])]
+        self.cut_off_ = [keys[i] for i in cut]
+        return dict(zip(keys, out, strict=True))
 
     def score(
         self, predictions: Mapping[str, str], references: Mapping[str, Mapping[str, Any]]
