@@ -38,7 +38,7 @@ from icml25.backslash.coding import (
     quantize,
     save_compressed,
 )
-from icml25.backslash.rate import BackSlash, default_rate_params
+from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape_from_moments, prox_power
 from icml25.core import validate as V
 from icml25.core.llm import finetune_windows
 
@@ -62,21 +62,28 @@ def corpus(names: tuple[str, ...], tok: Any, max_tokens: int | None = None) -> t
 
 
 @torch.no_grad()
-def perplexity(model: Any, ids: torch.Tensor, length: int) -> float:
-    """exp(mean next-token NLL) over the whole ``length``-token chunks of ``ids``."""
+def chunk_nll(model: Any, ids: torch.Tensor, length: int) -> np.ndarray:
+    """Mean next-token NLL (nats) of each whole ``length``-token chunk of ``ids``: the items
+    of the perplexity's bootstrap (every chunk scores ``length - 1`` tokens, so the mean of
+    these is the mean NLL)."""
     V.integer("length", length, low=2)
     if len(ids) < length:
         raise ValueError(f"ids has {len(ids)} tokens: fewer than one chunk of {length}")
     model.eval()
     chunks = ids[: len(ids) // length * length].reshape(-1, length)
     batch = max(1, 2048 // length)
-    total, count = 0.0, 0
+    out = []
     for i in range(0, len(chunks), batch):
         x = chunks[i : i + batch]
         logits = model(input_ids=x).logits[:, :-1]
-        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="sum")
-        total, count = total + float(nll), count + x[:, 1:].numel()
-    return math.exp(total / count)
+        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
+        out.append(nll.double().mean(dim=1).numpy())
+    return np.concatenate(out)
+
+
+def perplexity(model: Any, ids: torch.Tensor, length: int) -> float:
+    """exp(mean next-token NLL) over the whole ``length``-token chunks of ``ids``."""
+    return math.exp(float(chunk_nll(model, ids, length).mean()))
 
 
 def finetune(
@@ -134,8 +141,32 @@ def finetune(
 
 def lm_bits(model: Any, delta: float) -> float:
     """Exp-Golomb bits per coded weight (every Linear/Embedding weight, tied ones once)."""
+    bits, sizes = tensor_bits(model, delta)
+    return float(bits.sum() / sizes.sum())
+
+
+def tensor_bits(model: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exp-Golomb bits of each coded weight tensor and its number of weights (the items of
+    the size claims' bootstrap)."""
     ps = [p for _, p in default_rate_params(model)]
-    return sum(coded_bits(p, delta) for p in ps) / sum(p.numel() for p in ps)
+    bits = np.array([coded_bits(p, delta) for p in ps], dtype=np.float64)
+    return bits, np.array([p.numel() for p in ps], dtype=np.float64)
+
+
+@torch.no_grad()
+def post_rate(model: Any, t: float) -> Any:
+    """A copy of ``model`` whose Linear/Embedding weights take one proximal step of
+    ``t |theta|^nu`` (``nu`` estimated from them by moments, clamped to [0.5, 2] as BackSlash's
+    default): the rate applied after training, with no gradient step to repair it."""
+    out = copy.deepcopy(model)
+    ps = [p for _, p in default_rate_params(out)]
+    n = sum(p.numel() for p in ps)
+    s1 = sum(float(p.abs().sum(dtype=torch.float64)) for p in ps)
+    s2 = sum(float(p.pow(2).sum(dtype=torch.float64)) for p in ps)
+    nu = gg_shape_from_moments(n, s1, s2, (0.5, 2.0))
+    for p in ps:
+        p.copy_(prox_power(p, t, nu))
+    return out.eval()
 
 
 @torch.no_grad()
