@@ -1174,7 +1174,7 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, Any]:
     train_ids = lm.corpus(lm.FINETUNE_MODULES, tok)
     val = lm.corpus(lm.VAL_MODULES, tok, b.val_tokens)
     test = lm.corpus(lm.TEST_MODULES, tok, b.test_tokens)
-    pristine = copy.deepcopy(model)
+    pristine = model  # every arm fine-tunes its own deep copy
     n_w = sum(p.numel() for _, p in lm.default_rate_params(pristine))
     say = ctx.progress
 
@@ -1213,13 +1213,17 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, Any]:
     grid = [run(lam) for lam in b.lambdas]
     ok = [g for g in grid if g["val"] <= 1.05 * normal["val"]]
     chosen = max(ok, key=lambda g: g["lam"]) if ok else min(grid, key=lambda g: g["lam"])
+    for g in grid:  # only the selected model is used from here on (540 MB each for SmolLM2)
+        if g is not chosen:
+            g["model"] = None
     # null arm of lm_size: the rate applied after the fine-tune with each lambda's total
     # strength (steps x lr x lambda / N), selected by the same rule; none: no compression
     say("LM: the rate applied after the normal fine-tune (null arm of lm_size)")
-    post = [
-        scored(lm.post_rate(normal["model"], b.steps * 1e-4 * lam / n_w), lam, float("nan"))
-        for lam in b.lambdas
-    ]
+    nan = float("nan")
+    post = []
+    for lam in b.lambdas:
+        post.append(scored(lm.post_rate(normal["model"], b.steps * 1e-4 * lam / n_w), lam, nan))
+        post[-1]["model"] = None  # its sizes and validation perplexity are all that is used
     post_ok = [g for g in post if g["val"] <= 1.05 * normal["val"]]
     post_chosen = max(post_ok, key=lambda g: g["lam"]) if post_ok else normal
     # null arm of lm_perplexity: the normal fine-tune quantised (coarser delta) to the selected
