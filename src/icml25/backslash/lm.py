@@ -31,8 +31,7 @@ import torch
 from torch.nn import functional as F
 
 from icml25.backslash.coding import (
-    coded_bits,
-    dequantize,
+    MAX_Q,
     load_compressed,
     magnitude_prune,
     quantize,
@@ -149,7 +148,7 @@ def tensor_bits(model: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
     """Exp-Golomb bits of each coded weight tensor and its number of weights (the items of
     the size claims' bootstrap)."""
     ps = [p for _, p in default_rate_params(model)]
-    bits = np.array([coded_bits(p, delta) for p in ps], dtype=np.float64)
+    bits = np.array([_tensor_coded_bits(p, delta) for p in ps], dtype=np.float64)
     return bits, np.array([p.numel() for p in ps], dtype=np.float64)
 
 
@@ -178,8 +177,34 @@ def quantised(model: Any, delta: float, prune: float = 0.0) -> Any:
     if prune > 0:
         magnitude_prune(ps, prune)
     for p in ps:
-        p.copy_(torch.from_numpy(dequantize(quantize(p, delta), delta).reshape(p.shape)))
+        p.copy_(_dequantised(p, delta))
     return out.eval()
+
+
+def _symbols(p: torch.Tensor, delta: float) -> torch.Tensor:
+    """``round(p / delta)`` in float64 (round half to even, as :func:`quantize`; exact integers
+    below the coder's limit), computed in place on one float64 copy. Adding 0.0 turns the -0.0
+    that rounding leaves for small negative weights into +0.0, as :func:`quantize`'s int64 does."""
+    q = p.detach().double().div_(delta).round_().add_(0.0)
+    if not bool(torch.isfinite(q).all()) or float(q.abs().max()) >= MAX_Q:
+        quantize(p, delta)  # raises the coder's own error (NaN/inf, or beyond its limit)
+    return q
+
+
+def _dequantised(p: torch.Tensor, delta: float) -> torch.Tensor:
+    """``dequantize(quantize(p, delta), delta)`` as a tensor, bit for bit (the same float64
+    division, rounding, product and float32 cast), without NumPy's int64 round trip: what the
+    decoder returns for this weight."""
+    return _symbols(p, delta).mul_(delta).float()
+
+
+def _tensor_coded_bits(p: torch.Tensor, delta: float) -> int:
+    """``coded_bits(p, delta)``: the order-0 Exp-Golomb length ``2 floor(log2(u + 1)) + 1`` of
+    each zig-zagged symbol ``u = 2|q| - (q > 0)``, summed, in float64 torch (exact: u < 2^31)."""
+    q = _symbols(p, delta)
+    u1 = q.abs().mul_(2).sub_((q > 0).double()).add_(1)  # u + 1
+    _, exp = torch.frexp(u1)  # u + 1 = m 2^exp, m in [0.5, 1): floor(log2(u + 1)) = exp - 1
+    return int(exp.sum(dtype=torch.int64)) * 2 - q.numel()
 
 
 def file_sizes(model: Any, delta: float, folder: Path) -> dict[str, float]:
