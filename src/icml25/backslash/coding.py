@@ -65,7 +65,10 @@ def quantize(theta: Any, delta: float) -> np.ndarray:
     or on values too large for the coder."""
     delta = _check_delta(delta)
     x = theta.detach().cpu().double().numpy() if isinstance(theta, torch.Tensor) else theta
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
+    if x.dtype.kind not in "iuf":  # NumPy would turn the string "0.1" into a number
+        raise ValueError(f"weights must be numbers (a tensor or an array), got dtype {x.dtype}")
+    x = x.astype(np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError(
             f"weights must be finite to be coded, got {int(np.sum(~np.isfinite(x)))} NaN/inf"
@@ -437,13 +440,17 @@ def magnitude_prune(params: Any, fraction: float, *, scope: str = "tensor") -> i
     threshold over all ``params`` together; when tensors' scales differ, whole tensors go.
     Returns how many entries are zero after.
     """
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    fraction = V.probability("fraction", fraction)
     if scope not in ("tensor", "global"):
         raise ValueError(f"scope must be 'tensor' or 'global', got {scope!r}")
+    if isinstance(params, torch.Tensor):
+        raise TypeError("params must be a list of tensors, got one tensor: pass [tensor]")
     tensors = list(params)
     if not tensors:
         raise ValueError("params must not be empty")
+    bad = [type(p).__name__ for p in tensors if not isinstance(p, torch.Tensor)]
+    if bad:
+        raise TypeError(f"params must hold torch tensors, got {', '.join(sorted(set(bad)))}")
     groups = [tensors] if scope == "global" else [[p] for p in tensors]
     for group in groups:
         flat = torch.cat([p.detach().abs().flatten() for p in group])

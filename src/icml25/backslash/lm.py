@@ -31,14 +31,13 @@ import torch
 from torch.nn import functional as F
 
 from icml25.backslash.coding import (
-    coded_bits,
-    dequantize,
+    MAX_Q,
     load_compressed,
     magnitude_prune,
     quantize,
     save_compressed,
 )
-from icml25.backslash.rate import BackSlash, default_rate_params
+from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape_from_moments, prox_power
 from icml25.core import validate as V
 from icml25.core.llm import finetune_windows
 
@@ -62,21 +61,28 @@ def corpus(names: tuple[str, ...], tok: Any, max_tokens: int | None = None) -> t
 
 
 @torch.no_grad()
-def perplexity(model: Any, ids: torch.Tensor, length: int) -> float:
-    """exp(mean next-token NLL) over the whole ``length``-token chunks of ``ids``."""
+def chunk_nll(model: Any, ids: torch.Tensor, length: int) -> np.ndarray:
+    """Mean next-token NLL (nats) of each whole ``length``-token chunk of ``ids``: the items
+    of the perplexity's bootstrap (every chunk scores ``length - 1`` tokens, so the mean of
+    these is the mean NLL)."""
     V.integer("length", length, low=2)
     if len(ids) < length:
         raise ValueError(f"ids has {len(ids)} tokens: fewer than one chunk of {length}")
     model.eval()
     chunks = ids[: len(ids) // length * length].reshape(-1, length)
     batch = max(1, 2048 // length)
-    total, count = 0.0, 0
+    out = []
     for i in range(0, len(chunks), batch):
         x = chunks[i : i + batch]
         logits = model(input_ids=x).logits[:, :-1]
-        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="sum")
-        total, count = total + float(nll), count + x[:, 1:].numel()
-    return math.exp(total / count)
+        nll = F.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
+        out.append(nll.double().mean(dim=1).numpy())
+    return np.concatenate(out)
+
+
+def perplexity(model: Any, ids: torch.Tensor, length: int) -> float:
+    """exp(mean next-token NLL) over the whole ``length``-token chunks of ``ids``."""
+    return math.exp(float(chunk_nll(model, ids, length).mean()))
 
 
 def finetune(
@@ -134,8 +140,32 @@ def finetune(
 
 def lm_bits(model: Any, delta: float) -> float:
     """Exp-Golomb bits per coded weight (every Linear/Embedding weight, tied ones once)."""
+    bits, sizes = tensor_bits(model, delta)
+    return float(bits.sum() / sizes.sum())
+
+
+def tensor_bits(model: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exp-Golomb bits of each coded weight tensor and its number of weights (the items of
+    the size claims' bootstrap)."""
     ps = [p for _, p in default_rate_params(model)]
-    return sum(coded_bits(p, delta) for p in ps) / sum(p.numel() for p in ps)
+    bits = np.array([_tensor_coded_bits(p, delta) for p in ps], dtype=np.float64)
+    return bits, np.array([p.numel() for p in ps], dtype=np.float64)
+
+
+@torch.no_grad()
+def post_rate(model: Any, t: float) -> Any:
+    """A copy of ``model`` whose Linear/Embedding weights take one proximal step of
+    ``t |theta|^nu`` (``nu`` estimated from them by moments, clamped to [0.5, 2] as BackSlash's
+    default): the rate applied after training, with no gradient step to repair it."""
+    out = copy.deepcopy(model)
+    ps = [p for _, p in default_rate_params(out)]
+    n = sum(p.numel() for p in ps)
+    s1 = sum(float(p.abs().sum(dtype=torch.float64)) for p in ps)
+    s2 = sum(float(p.pow(2).sum(dtype=torch.float64)) for p in ps)
+    nu = gg_shape_from_moments(n, s1, s2, (0.5, 2.0))
+    for p in ps:
+        p.copy_(prox_power(p, t, nu))
+    return out.eval()
 
 
 @torch.no_grad()
@@ -147,8 +177,34 @@ def quantised(model: Any, delta: float, prune: float = 0.0) -> Any:
     if prune > 0:
         magnitude_prune(ps, prune)
     for p in ps:
-        p.copy_(torch.from_numpy(dequantize(quantize(p, delta), delta).reshape(p.shape)))
+        p.copy_(_dequantised(p, delta))
     return out.eval()
+
+
+def _symbols(p: torch.Tensor, delta: float) -> torch.Tensor:
+    """``round(p / delta)`` in float64 (round half to even, as :func:`quantize`; exact integers
+    below the coder's limit), computed in place on one float64 copy. Adding 0.0 turns the -0.0
+    that rounding leaves for small negative weights into +0.0, as :func:`quantize`'s int64 does."""
+    q = p.detach().double().div_(delta).round_().add_(0.0)
+    if not bool(torch.isfinite(q).all()) or float(q.abs().max()) >= MAX_Q:
+        quantize(p, delta)  # raises the coder's own error (NaN/inf, or beyond its limit)
+    return q
+
+
+def _dequantised(p: torch.Tensor, delta: float) -> torch.Tensor:
+    """``dequantize(quantize(p, delta), delta)`` as a tensor, bit for bit (the same float64
+    division, rounding, product and float32 cast), without NumPy's int64 round trip: what the
+    decoder returns for this weight."""
+    return _symbols(p, delta).mul_(delta).float()
+
+
+def _tensor_coded_bits(p: torch.Tensor, delta: float) -> int:
+    """``coded_bits(p, delta)``: the order-0 Exp-Golomb length ``2 floor(log2(u + 1)) + 1`` of
+    each zig-zagged symbol ``u = 2|q| - (q > 0)``, summed, in float64 torch (exact: u < 2^31)."""
+    q = _symbols(p, delta)
+    u1 = q.abs().mul_(2).sub_((q > 0).double()).add_(1)  # u + 1
+    _, exp = torch.frexp(u1)  # u + 1 = m 2^exp, m in [0.5, 1): floor(log2(u + 1)) = exp - 1
+    return int(exp.sum(dtype=torch.int64)) * 2 - q.numel()
 
 
 def file_sizes(model: Any, delta: float, folder: Path) -> dict[str, float]:

@@ -42,11 +42,26 @@ NU_TABLE = (0.1, 3.0)
 
 def gg_rho(nu: float | np.ndarray) -> float | np.ndarray:
     """``Gamma(1/nu) Gamma(3/nu) / Gamma(2/nu)^2`` (``pi/2`` at 2, 2 at 1, 3 at 0.5...)."""
-    nu = np.asarray(nu, dtype=np.float64)
+    raw = np.asarray(nu)
+    if raw.dtype.kind not in "iuf":  # NumPy would turn the string "1.0" into a number
+        raise ValueError(f"nu must be a number (or an array of numbers) > 0, got {nu!r}")
+    nu = raw.astype(np.float64)
     if not (np.all(np.isfinite(nu)) and np.all(nu > 0)):
         raise ValueError(f"nu must be finite and > 0, got {nu}")
     out = np.exp(gammaln(1 / nu) + gammaln(3 / nu) - 2 * gammaln(2 / nu))
     return float(out) if out.ndim == 0 else out
+
+
+def _bounds(name: str, value: Any, *, strict: bool) -> tuple[float, float]:
+    """``(low, high)``: two finite numbers with ``0 < low < high`` (``<=`` unless strict)."""
+    if isinstance(value, str) or not hasattr(value, "__len__") or len(value) != 2:
+        raise ValueError(f"{name} must be a pair (low, high) of numbers, got {value!r}")
+    lo = V.number(f"{name}[0]", value[0])
+    hi = V.number(f"{name}[1]", value[1])
+    if not (0 < lo < hi if strict else 0 < lo <= hi):
+        rel = "<" if strict else "<="
+        raise ValueError(f"{name} must satisfy 0 < low {rel} high, got {value!r}")
+    return lo, hi
 
 
 def gg_shape(theta: torch.Tensor | np.ndarray, bounds: tuple[float, float] = NU_TABLE) -> float:
@@ -56,10 +71,16 @@ def gg_shape(theta: torch.Tensor | np.ndarray, bounds: tuple[float, float] = NU_
     result is clamped to ``bounds``: an all-zero tensor, or one with many exact zeros after
     rate-constrained training, has a ``rho`` beyond the table, and ``nu`` would run away.
     """
-    lo, hi = bounds
-    if not 0 < lo < hi:
-        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds!r}")
-    x = torch.as_tensor(theta).detach().double().flatten()
+    _bounds("bounds", bounds, strict=True)
+    if isinstance(theta, torch.Tensor):
+        x = theta.detach().double().flatten()
+    else:
+        arr = np.asarray(theta)
+        if arr.dtype.kind not in "iuf":
+            raise ValueError(
+                f"theta must be a tensor or an array of numbers, got dtype {arr.dtype}"
+            )
+        x = torch.from_numpy(arr.astype(np.float64)).flatten()
     if x.numel() == 0:
         raise ValueError("theta must not be empty")
     if not torch.isfinite(x).all():
@@ -71,9 +92,7 @@ def gg_shape_from_moments(
     n: int, s1: float, s2: float, bounds: tuple[float, float] = NU_TABLE
 ) -> float:
     """:func:`gg_shape` from ``n``, ``sum |theta|`` and ``sum theta^2``."""
-    lo, hi = bounds
-    if not 0 < lo < hi:
-        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds!r}")
+    lo, hi = _bounds("bounds", bounds, strict=True)
     if not (math.isfinite(s1) and math.isfinite(s2)):
         raise ValueError("theta must be finite (got NaN/inf)")
     if s1 == 0.0:
@@ -86,6 +105,23 @@ def gg_shape_from_moments(
     return float(brentq(lambda v: math.log(gg_rho(v)) - math.log(rho), lo, hi, xtol=1e-10))
 
 
+def _tensors(name: str, params: Any) -> list[torch.Tensor]:
+    """``params`` as a list of tensors: an iterable of tensors (not one bare tensor, whose
+    iteration would yield its rows)."""
+    if isinstance(params, torch.Tensor):
+        raise TypeError(f"{name} must be an iterable of tensors, got one tensor: pass [tensor]")
+    try:
+        out = list(params)
+    except TypeError as exc:
+        raise TypeError(
+            f"{name} must be an iterable of tensors, got {type(params).__name__}"
+        ) from exc
+    bad = sorted({type(p).__name__ for p in out if not isinstance(p, torch.Tensor)})
+    if bad:
+        raise TypeError(f"{name} must hold torch tensors, got {', '.join(bad)}")
+    return out
+
+
 def gg_rate(
     params: Iterable[torch.Tensor], nu: float, reduction: str = "mean", eps: float = 0.0
 ) -> float:
@@ -94,8 +130,10 @@ def gg_rate(
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
     eps = V.number("eps", eps, low=0.0)
+    nu = V.number("nu", nu, low=0.0, low_open=True)
+    tensors = _tensors("params", params)
     total, count = 0.0, 0
-    for p in params:
+    for p in tensors:
         total += float((p.detach().abs().double() + eps).pow(nu).sum())
         count += p.numel()
     return total / max(count, 1) if reduction == "mean" else total
@@ -171,10 +209,10 @@ def prox_power(theta: torch.Tensor, t: float, nu: float, eps: float = 0.0) -> to
     on ``w >= eps``, whose candidates are ``w = eps`` (``z = 0``) and the root beyond
     ``max(z0, eps)``.
     """
-    if not (t >= 0 and math.isfinite(t)):
-        raise ValueError(f"t must be a finite number >= 0, got {t!r}")
-    if not (nu > 0 and math.isfinite(nu)):
-        raise ValueError(f"nu must be a finite number > 0, got {nu!r}")
+    if not isinstance(theta, torch.Tensor):
+        raise TypeError(f"theta must be a torch.Tensor, got {type(theta).__name__}")
+    t = V.number("t", t, low=0.0)
+    nu = V.number("nu", nu, low=0.0, low_open=True)
     eps = V.number("eps", eps, low=0.0)
     if t == 0:
         return theta.clone()
@@ -281,19 +319,33 @@ class BackSlash:
         nu_every: int = 1,
         eps: float = 0.0,
     ) -> None:
-        if not isinstance(lam, (int, float)) or not (lam >= 0 and math.isfinite(lam)):
+        if (
+            isinstance(lam, bool)
+            or not isinstance(lam, (int, float))
+            or not (lam >= 0 and math.isfinite(lam))
+        ):
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-        if not (nu == "auto" or (isinstance(nu, (int, float)) and nu > 0)):
-            raise ValueError(f"nu must be 'auto' or a number > 0, got {nu!r}")
+        if not (
+            nu == "auto"
+            or (
+                isinstance(nu, (int, float))
+                and not isinstance(nu, bool)
+                and nu > 0
+                and math.isfinite(nu)
+            )
+        ):
+            raise ValueError(f"nu must be 'auto' or a finite number > 0, got {nu!r}")
         if reduction not in ("mean", "sum"):
             raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
         if not isinstance(nu_every, int) or nu_every < 1:
             raise ValueError(f"nu_every must be a positive integer, got {nu_every!r}")
         self.eps = V.number("eps", eps, low=0.0)
-        lo, hi = nu_bounds
-        if not 0 < lo <= hi:
-            raise ValueError(f"nu_bounds must satisfy 0 < low <= high, got {nu_bounds!r}")
-        chosen = list(params) if params is not None else [p for _, p in default_rate_params(model)]
+        lo, hi = _bounds("nu_bounds", nu_bounds, strict=False)
+        chosen = (
+            _tensors("params", params)
+            if params is not None
+            else [p for _, p in default_rate_params(model)]
+        )
         chosen = list({id(p): p for p in chosen}.values())  # a tied tensor takes one step
         if not chosen:
             raise ValueError("no parameters to constrain (the model has no Linear/Embedding)")
@@ -325,6 +377,10 @@ class BackSlash:
         """The proximal rate step. The step size is ``lr``, or each parameter group's ``lr``."""
         if lr is not None:
             lr = V.number("lr", lr, low=0.0)
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
         if self.nu == "auto" and self.steps % self.nu_every == 0:
             self.nu_ = self._estimate()
         self.steps += 1
@@ -346,6 +402,10 @@ class BackSlash:
 
     def attach(self, optimizer: torch.optim.Optimizer) -> BackSlash:
         """Run :meth:`step` after every ``optimizer.step()`` (a step post-hook)."""
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}"
+            )
         self._handle: Any = optimizer.register_step_post_hook(lambda opt, *_: self.step(opt))
         return self
 

@@ -29,9 +29,10 @@ Runs per seed and family:
 - for the image family, the same grid with ``nu = 2`` (Gaussian prior) and ``nu = 1``
   (Laplace prior).
 
-The BackSlash model of a claim is chosen by a rule fixed in code, on *validation* accuracy:
-the largest lambda whose decoded validation accuracy, averaged over the run's seeds, is within
-1 point of normal training's (one lambda for all seeds; the paired standard error is reported).
+The BackSlash model of a claim is chosen by a rule fixed in code, on *validation* accuracy: the
+largest lambda whose decoded validation difference to normal training, averaged over the run's
+seeds, has its 90% lower bound (mean - 1.645 paired standard errors of the validation items) at
+-1 point or above (one lambda for all seeds; the margin is issue 54's, see :func:`select`).
 "Matched bits" comparisons bring a model above the target size down to it. Post-training
 quantisation does this with a coarser step (bisection on ``delta``); magnitude pruning does it
 by a fraction pruned from every tensor at the same ``delta``. The 80% pruning claims prune each
@@ -64,8 +65,17 @@ from icml25.backslash.coding import (
     quantize,
     save_compressed,
 )
-from icml25.backslash.rate import BackSlash, default_rate_params
-from icml25.core.claims import Claim, Rule
+from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape, prox_power
+from icml25.core.claims import (
+    MIN_T_VALUES,
+    Claim,
+    Gate,
+    Measurement,
+    Null,
+    Rule,
+    gate_key,
+    null_key,
+)
 from icml25.core.data import load_fortunes, load_image_benchmark, load_stdlib_docstrings
 from icml25.core.models import MLP, TrainConfig, train
 from icml25.core.runner import RunContext
@@ -75,6 +85,11 @@ LABEL = {"image": "MLP / Fashion-MNIST", "text": "transformer / fortunes"}
 CATEGORIES = ("people", "computers", "songs-poems", "politics", "work", "science")
 
 LM = "SmolLM2-135M-Instruct fine-tuned on standard-library source"
+SPARSE_GATE = Gate(
+    "the rate made the selected model sparse: its coded size is within the paper's range "
+    "(bits / normal's <= 0.4), the premise of keeping accuracy when 80% of the weights go",
+    Rule("<=", 0.4),
+)
 LM_CLAIMS = (
     Claim(
         id="lm_size",
@@ -82,47 +97,80 @@ LM_CLAIMS = (
         "than normal training's (the paper's subject: LLMs).",
         where="Abstract; Fig. 5",
         metric=f"Exp-Golomb bits per weight of every Linear/Embedding weight, selected "
-        f"BackSlash fine-tune / normal fine-tune, same steps and delta, {LM}",
+        f"BackSlash fine-tune / normal fine-tune, same steps and delta, {LM}; interval: "
+        "bootstrap over the 211 weight tensors",
         paper_value="0.1-0.4 (60-90% less)",
         rule=Rule("<=", 0.4, partial=0.7),
+        null=Null(
+            arm="the rate applied after the fine-tune instead of during it (post-training "
+            "shrinkage): the rate's proximal step with each lambda's total strength (steps x "
+            "lr x lambda / N, nu estimated from the weights) on the normal fine-tune, selected "
+            "by the same validation rule (no lambda qualifying: no compression, ratio 1)"
+        ),
     ),
     Claim(
         id="lm_perplexity",
         statement="... without accuracy loss.",
         where="Abstract; Fig. 5",
         metric=f"held-out perplexity of the decoded BackSlash model / the decoded normal "
-        f"fine-tune's - 1, percent, {LM}",
+        f"fine-tune's - 1, percent, {LM}; interval: bootstrap over test chunks",
         paper_value="~0 (no accuracy loss)",
         rule=Rule("<=", 5.0, partial=20.0),
+        null=Null(
+            arm="compression after the fine-tune to the same size: the normal fine-tune "
+            "quantised with a coarser delta to the selected model's bits per weight"
+        ),
     ),
     Claim(
         id="lm_pruning_80",
         statement="BackSlash keeps its accuracy at 80% pruning.",
         where="Abstract",
         metric=f"log(perplexity after 80% per-tensor magnitude pruning / before), decoded "
-        f"selected BackSlash model, nats, {LM}",
+        f"selected BackSlash model, nats, {LM}; interval: bootstrap over test chunks",
         paper_value="maintains accuracy",
         rule=Rule("<=", 0.05, partial=0.2),
+        null=Null(arm="no rate: the normal fine-tune's increase at 80% pruning"),
+        gate=SPARSE_GATE,
     ),
     Claim(
         id="lm_pruning_80_vs_normal",
         statement="... where normal training loses accuracy.",
         where="Abstract",
-        metric=f"log-perplexity increase at 80% per-tensor pruning: normal - BackSlash, nats, {LM}",
+        metric=f"log-perplexity increase at 80% per-tensor pruning: normal - BackSlash, nats, "
+        f"{LM}; interval: bootstrap over test chunks",
         paper_value="> 0",
         rule=Rule(">=", 0.05, partial=0.0),
+        null=Null(
+            arm="a model compressed after the fine-tune in BackSlash's place: normal - the "
+            "normal fine-tune quantised to the selected model's bits (lm_perplexity's null)"
+        ),
+        gate=SPARSE_GATE,
     ),
     Claim(
         id="lm_file_vs_torch_save",
         statement="BackSlash reduces the memory of the stored model by 60-90%.",
         where="Abstract",
         metric=f"bytes of the save_compressed file of the selected BackSlash model / bytes of "
-        f"torch.save of the same model's state_dict (float32), {LM}",
+        f"torch.save of the same model's state_dict (float32), {LM}; interval: bootstrap over "
+        "the weight tensors (header and raw tensors fixed)",
         paper_value="0.1-0.4 (60-90% less)",
         rule=Rule("<=", 0.4, partial=0.7),
+        null=Null(
+            arm="no rate: the normal fine-tune coded the same way (quantisation + Exp-Golomb, "
+            "the same header and raw tensors), over its torch.save bytes"
+        ),
     ),
 )
 
+SELECTION = (
+    "selected on the validation split (disjoint from training and test): the largest lambda "
+    "whose validation difference, mean over seeds, has its 90% lower bound (paired SE over "
+    "items) at >= -1 point (issue 54's margin)"
+)
+POST_RATE = (
+    "the rate applied after training instead of during it: the rate's proximal step (nu "
+    "estimated from the normal model)"
+)
 CLAIMS = (
     *(
         Claim(
@@ -131,9 +179,14 @@ CLAIMS = (
             "than normal training's.",
             where="Abstract; Fig. 5 (memory vs lambda)",
             metric=f"coded bits of the selected BackSlash model / coded bits of normal "
-            f"training, same delta, {LABEL[f]}",
+            f"training, same delta, {LABEL[f]}; {SELECTION}",
             paper_value="0.1-0.4 (60-90% less)",
             rule=Rule("<=", 0.4, partial=0.7),
+            null=Null(
+                arm=f"{POST_RATE} with each lambda's total strength (steps x lr x lambda / N) "
+                "on the normal model, selected by the same validation rule (none qualifying: "
+                "no compression, ratio 1)"
+            ),
         )
         for f in FAMILIES
     ),
@@ -143,9 +196,14 @@ CLAIMS = (
             statement="... without accuracy loss.",
             where="Abstract; Fig. 5",
             metric=f"test accuracy (decoded) of the selected BackSlash model - normal "
-            f"training's, points, {LABEL[f]}",
+            f"training's, points, {LABEL[f]}; {SELECTION}",
             paper_value="~0 (lambda = 1000: -0.02 train, -1.90 test)",
             rule=Rule(">=", -1.0, partial=-3.0),
+            null=Null(
+                arm="compression after training to the same size: the best of post-training "
+                "quantisation and per-tensor magnitude pruning of the normal model at the "
+                "selected model's bits, test accuracy - normal's"
+            ),
         )
         for f in FAMILIES
     ),
@@ -160,6 +218,10 @@ CLAIMS = (
             f"{LABEL[f]}",
             paper_value="significant gain",
             rule=Rule(">=", 1.0, partial=0.0),
+            null=Null(
+                arm=f"{POST_RATE}, its strength bisected to the selected model's bits, in "
+                "BackSlash's place"
+            ),
         )
         for f in FAMILIES
     ),
@@ -168,9 +230,15 @@ CLAIMS = (
         statement="Small Lagrange multipliers enhance generalisation.",
         where="Abstract",
         metric="test accuracy at the smallest lambda of the grid - normal training's, points, "
-        "mean of both families",
+        "mean of both families. Rule restated by issue 54 before its run: >= 0 with no partial "
+        "band (before: partial if >= -0.5, a band that a model no better than normal training "
+        "passes)",
         paper_value="improves",
-        rule=Rule(">=", 0.0, partial=-0.5),
+        rule=Rule(">=", 0.0),
+        null=Null(
+            arm="no rate: a second normal training (seed + 1000) in the smallest lambda's place "
+            "(the difference training noise alone makes)"
+        ),
     ),
     *(
         Claim(
@@ -181,6 +249,8 @@ CLAIMS = (
             f"pruning of each weight tensor, points, {LABEL[f]}",
             paper_value="maintains accuracy",
             rule=Rule("<=", 1.0, partial=3.0),
+            null=Null(arm="no rate: the normal model's drop at 80% per-tensor pruning"),
+            gate=SPARSE_GATE,
         )
         for f in FAMILIES
     ),
@@ -192,6 +262,11 @@ CLAIMS = (
             metric=f"drop(normal) - drop(BackSlash) at 80% per-tensor pruning, points, {LABEL[f]}",
             paper_value="> 0",
             rule=Rule(">=", 1.0, partial=0.0),
+            null=Null(
+                arm="no rate in either arm: drop(normal) - drop(a second normal training, "
+                "seed + 1000)"
+            ),
+            gate=SPARSE_GATE,
         )
         for f in FAMILIES
     ),
@@ -209,25 +284,22 @@ CLAIMS = (
         )
         for f in FAMILIES
     ),
-    Claim(
-        id="ablation_vs_l2",
-        statement="The generalized-Gaussian prior beats a Gaussian prior (nu = 2, weight "
-        "decay-like) at matched bits (reviewer's ablation).",
-        where="Review discussion (brief)",
-        metric="best test accuracy at the selected model's bits: estimated nu - nu = 2, points, "
-        "image family",
-        paper_value="not reported",
-        rule=Rule(">=", 0.0, partial=-1.0),
-    ),
-    Claim(
-        id="ablation_vs_l1",
-        statement="The generalized-Gaussian prior beats a Laplace prior (nu = 1, L1) at matched "
-        "bits (reviewer's ablation).",
-        where="Review discussion (brief)",
-        metric="best test accuracy at the selected model's bits: estimated nu - nu = 1, points, "
-        "image family",
-        paper_value="not reported",
-        rule=Rule(">=", 0.0, partial=-1.0),
+    *(
+        Claim(
+            id=f"ablation_vs_l{k}",
+            statement=f"The generalized-Gaussian prior beats a {prior} prior (nu = {k}"
+            f"{extra}) at matched bits (reviewer's ablation).",
+            where="Review discussion (brief)",
+            metric=f"best test accuracy at the selected model's bits: estimated nu - nu = {k}, "
+            "points, image family",
+            paper_value="not reported",
+            rule=Rule(">=", 0.0, partial=-1.0),
+            null=Null(
+                arm="the estimated-nu rate removed: the normal model post-training quantised "
+                f"to the selected bits in the estimated-nu arm's place, minus the nu = {k} arm"
+            ),
+        )
+        for k, prior, extra in ((2, "Gaussian", ", weight decay-like"), (1, "Laplace", ", L1"))
     ),
     *LM_CLAIMS,
 )
@@ -245,6 +317,9 @@ class LMBudget:
     val_tokens: int
     test_tokens: int
     roundtrip: bool
+    bisection: int = 8
+    """Coder passes for the search of the step at which the normal fine-tune has the selected
+    model's bits (lm_perplexity's null arm; :func:`delta_for_bits`)."""
 
 
 LM_DELTA = 0.01
@@ -485,13 +560,30 @@ def fit(
 
 @dataclass
 class Point:
+    """A trained model and what was measured on its decoded copy: ``val_ok`` / ``test_ok`` hold
+    one entry per validation / test item (1 where the decoded prediction is right), for the
+    paired intervals and the selection's margin."""
+
     lam: float | None
     nu: float
     bits: float
-    val: float
-    test: float
+    val_ok: np.ndarray
+    test_ok: np.ndarray
     train: float
     model: nn.Module
+
+    @property
+    def val(self) -> float:
+        return float(self.val_ok.mean())
+
+    @property
+    def test(self) -> float:
+        return float(self.test_ok.mean())
+
+
+def correct(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """1.0 where ``model``'s prediction is right, per item."""
+    return (predictions(model, X) == y).numpy().astype(np.float64)
 
 
 def measure(task: Task, model: nn.Module, lam: float | None, nu: float) -> Point:
@@ -500,18 +592,19 @@ def measure(task: Task, model: nn.Module, lam: float | None, nu: float) -> Point
         lam,
         nu,
         size_bits(model, task.delta),
-        accuracy(dec, task.X_val, task.y_val),
-        accuracy(dec, task.X_test, task.y_test),
+        correct(dec, task.X_val, task.y_val),
+        correct(dec, task.X_test, task.y_test),
         accuracy(dec, task.X, task.y),
         model,
     )
 
 
-def at_bits(task: Task, model: nn.Module, target: float) -> float:
-    """Test accuracy of ``model`` brought down to ``target`` bits per weight by post-training
-    quantisation with a coarser step (bisection on log delta); as is if already below."""
+def at_bits(task: Task, model: nn.Module, target: float) -> np.ndarray:
+    """Per-item test correctness of ``model`` brought down to ``target`` bits per weight by
+    post-training quantisation with a coarser step (bisection on log delta); as is if already
+    below."""
     if size_bits(model, task.delta) <= target:
-        return accuracy(coded_copy(model, task.delta), task.X_test, task.y_test)
+        return correct(coded_copy(model, task.delta), task.X_test, task.y_test)
     lo, hi = math.log(task.delta), math.log(task.delta * 1e4)
     for _ in range(30):
         mid = 0.5 * (lo + hi)
@@ -519,12 +612,12 @@ def at_bits(task: Task, model: nn.Module, target: float) -> float:
             lo = mid
         else:
             hi = mid
-    return accuracy(coded_copy(model, math.exp(hi)), task.X_test, task.y_test)
+    return correct(coded_copy(model, math.exp(hi)), task.X_test, task.y_test)
 
 
-def pruned_at_bits(task: Task, model: nn.Module, target: float) -> float:
-    """Test accuracy after per-tensor magnitude pruning to ``target`` bits at the same delta
-    (bisection on the fraction pruned from every tensor)."""
+def pruned_at_bits(task: Task, model: nn.Module, target: float) -> np.ndarray:
+    """Per-item test correctness after per-tensor magnitude pruning to ``target`` bits at the
+    same delta (bisection on the fraction pruned from every tensor)."""
     lo, hi = 0.0, 1.0
     for _ in range(20):
         mid = 0.5 * (lo + hi)
@@ -536,14 +629,61 @@ def pruned_at_bits(task: Task, model: nn.Module, target: float) -> float:
             hi = mid
     m = copy.deepcopy(model)
     magnitude_prune([p for _, p in default_rate_params(m)], hi)
-    return accuracy(coded_copy(m, task.delta), task.X_test, task.y_test)
+    return correct(coded_copy(m, task.delta), task.X_test, task.y_test)
 
 
-def prune_drop(task: Task, point: Point, fraction: float = 0.8, scope: str = "tensor") -> float:
-    """Test accuracy (decoded) before (``point.test``) minus after magnitude pruning, points."""
+def _shrunk(model: nn.Module, t: float) -> list[torch.Tensor]:
+    """The Linear/Embedding weights of ``model`` after one proximal step of ``t |theta|^nu``
+    (``nu`` estimated from them, clamped to BackSlash's default [0.5, 2])."""
+    ps = [p.detach() for _, p in default_rate_params(model)]
+    nu = gg_shape(torch.cat([p.flatten() for p in ps]), (0.5, 2.0))
+    return [prox_power(p, t, nu) for p in ps]
+
+
+def post_rate(model: nn.Module, t: float) -> nn.Module:
+    """The rate applied after training: a copy of ``model`` whose Linear/Embedding weights take
+    one proximal step of ``t |theta|^nu`` (``nu`` estimated from those weights, clamped to
+    BackSlash's default [0.5, 2]); no gradient step follows. The null arm of the size and
+    post-training claims: BackSlash's shrinkage without the training that repairs it."""
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        for (_, p), z in zip(default_rate_params(m), _shrunk(model, t), strict=True):
+            p.copy_(z)
+    return m.eval()
+
+
+def post_rate_at_bits(task: Task, model: nn.Module, target: float) -> np.ndarray:
+    """Per-item test correctness of :func:`post_rate` with its strength bisected (on log t) to
+    ``target`` bits per weight at the same delta."""
+    if size_bits(model, task.delta) <= target:
+        return correct(coded_copy(model, task.delta), task.X_test, task.y_test)
+    n = sum(p.numel() for _, p in default_rate_params(model))
+    lo, hi = math.log(1e-9), math.log(1.0)
+    for _ in range(24):
+        mid = 0.5 * (lo + hi)
+        if sum(coded_bits(z, task.delta) for z in _shrunk(model, math.exp(mid))) / n > target:
+            lo = mid
+        else:
+            hi = mid
+    shrunk = coded_copy(post_rate(model, math.exp(hi)), task.delta)
+    return correct(shrunk, task.X_test, task.y_test)
+
+
+def rate_strength(task: Task, lam: float, n_weights: int) -> float:
+    """The total proximal strength a BackSlash run of ``lam`` applies over its training:
+    steps x lr x lam / N (Adam lr 1e-3)."""
+    steps = task.epochs * math.ceil(len(task.X) / task.batch_size)
+    return steps * 1e-3 * lam / n_weights
+
+
+def prune_drop(
+    task: Task, point: Point, fraction: float = 0.8, scope: str = "tensor"
+) -> np.ndarray:
+    """Per-item test correctness (decoded) before minus after magnitude pruning: its mean x 100
+    is the accuracy drop in points."""
     m = copy.deepcopy(point.model)
     magnitude_prune([p for _, p in default_rate_params(m)], fraction, scope=scope)
-    return 100 * (point.test - accuracy(coded_copy(m, task.delta), task.X_test, task.y_test))
+    return point.test_ok - correct(coded_copy(m, task.delta), task.X_test, task.y_test)
 
 
 def paired_se(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> float:
@@ -554,18 +694,32 @@ def paired_se(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> float:
     return float(100 * d.std(unbiased=True) / math.sqrt(n)) if n > 1 else float("nan")
 
 
+Z90 = 1.6448536269514722
+"""The lower end of a two-sided 90% normal interval lies Z90 standard errors below the mean."""
+
+
+def lower_bound(diffs: list[np.ndarray]) -> float:
+    """90% lower bound, in points, of the mean over seeds of a paired per-item difference
+    (one array per seed): mean - Z90 x the paired standard error of that mean."""
+    means = [float(d.mean()) for d in diffs]
+    var = sum(float(d.var(ddof=1)) / len(d) for d in diffs if len(d) > 1)
+    return 100 * (float(np.mean(means)) - Z90 * math.sqrt(var) / len(diffs))
+
+
 def select(normals: list[Point], grids: list[list[Point]]) -> int:
     """The rule fixed before the run, applied to all the run's seeds at once: the index of the
-    largest lambda whose *mean over seeds* of (validation accuracy - normal training's) is
-    at least -1 point (the smallest lambda if none qualifies). Averaging over seeds shrinks
-    the selection's noise by sqrt(seeds) against the per-seed rule (text validation: 996
-    texts, about 1.6 points per model)."""
+    largest lambda whose validation difference (decoded, BackSlash - normal, mean over seeds)
+    has its 90% lower bound at >= -1 point (the smallest lambda if none qualifies). Issue 54:
+    before, the mean itself had to reach -1, so a test judged at -1 was a coin flip; the margin
+    (1.645 paired standard errors of the validation items) makes the selected model clear the
+    rule on validation with 95% confidence, and test is a split of its own."""
     lams = [p.lam or 0.0 for p in grids[0]]
-    diffs = [
-        float(np.mean([g[i].val - n.val for n, g in zip(normals, grids, strict=True)]))
+    ok = [
+        i
         for i in range(len(lams))
+        if lower_bound([g[i].val_ok - n.val_ok for n, g in zip(normals, grids, strict=True)])
+        >= -1.0
     ]
-    ok = [i for i, d in enumerate(diffs) if d >= -0.01]
     return max(ok, key=lambda i: lams[i]) if ok else min(range(len(lams)), key=lams.__getitem__)
 
 
@@ -610,6 +764,10 @@ def verify_file(task: Task, point: Point) -> float:
 #   3e10: 0.882, 57.3 (x2.73) | 1e11: 0.461, 30,250 (destroyed; 60% of weights below 0.005).
 # The rate step's size is lr * lambda / N per step (N = 134.5M), so a budget with k times more
 # steps moves the grid by 1/k: quick (2 steps) 1e10, 3e10; full (6 steps) 3e9, 1e10, 3e10.
+# Issue 54: the full budget's 6 steps were post-training shrinkage, not rate-constrained
+# training (the normal fine-tune was effectively the pretrained model), so the full LM arms
+# train 40 steps (6.7x as many, what 2 CPU cores allow within the hour beside 5 seeds of the
+# two families) with the same grid of total strength: lambda x 6 / 40.
 # Issue 34 cut the quick budget to fit 120 s on 2 cores, by these pilots only (the full
 # budget is unchanged): the text grid keeps 1e4 (the small-lambda claim), the pilot's
 # selection 2e5 (largest lambda within 1 point: -0.6) and the next step up, 2.25e5; the LM
@@ -627,7 +785,7 @@ BUDGETS = {
         (1e4, 2e5, 2.25e5),
         (1e5, 1e6),
         (3e4, 1e5),
-        LMBudget(2, 64, (1e10,), 512, 1024, False),
+        LMBudget(2, 64, (1e10,), 512, 1024, False, bisection=6),
         seeds=1,
     ),
     "full": Budget(
@@ -638,20 +796,27 @@ BUDGETS = {
         (1e4, 5e4, 1e5, 1.3e5, 1.6e5, 1.8e5, 2e5, 2.25e5, 2.5e5),
         (1e4, 1e5, 3e5, 1e6),
         (1e4, 3e4, 1e5, 3e5),
-        LMBudget(6, 128, (3e9, 1e10, 3e10), 2048, 4096, True),
+        LMBudget(40, 128, (4.5e8, 1.5e9, 4.5e9), 2048, 4096, True),
     ),
 }
 
 
+NULL_SEED = 1000
+"""The second normal training of a seed (the null arm of small-lambda generalisation and of
+pruning vs normal) starts from seed + NULL_SEED."""
+
+
 def train_family(name: str, b: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
-    """Normal training and every BackSlash grid of one family and seed."""
+    """Normal training (twice: the second, from seed + NULL_SEED, is a null arm) and every
+    BackSlash grid of one family and seed."""
     tiny = ctx.budget == "tiny"
     task = image_task(b, seed, tiny) if name == "image" else text_task(b, seed, tiny)
     lams = b.lambdas_image if name == "image" else b.lambdas_text
     say = ctx.progress
-    say(f"{LABEL[name]} seed {seed}: normal training ({task.epochs} epochs)")
+    say(f"{LABEL[name]} seed {seed}: normal training ({task.epochs} epochs), twice")
     normal_model, _ = fit(task, seed, None)
     normal = measure(task, normal_model, None, float("nan"))
+    normal2 = measure(task, fit(task, seed + NULL_SEED, None)[0], None, float("nan"))
     curves: dict[str, list[Point]] = {}
     grids: list[tuple[str, float | str, tuple[float, ...]]] = [("auto", "auto", lams)]
     if name == "image":
@@ -662,7 +827,21 @@ def train_family(name: str, b: Budget, seed: int, ctx: RunContext) -> dict[str, 
             say(f"{LABEL[name]} seed {seed}: BackSlash lambda={lam:g} nu={nu}")
             model, nu_end = fit(task, seed, lam, nu)
             curves[key].append(measure(task, model, lam, nu_end))
-    return {"task": task, "data": task.data, "normal": normal, "curves": curves}
+    # the null arm of the size claim: the rate's shrinkage of every lambda applied to the
+    # normal model after training (selected over seeds like BackSlash, in reproduce)
+    n_w = sum(p.numel() for _, p in default_rate_params(normal_model))
+    post = [
+        measure(task, post_rate(normal_model, rate_strength(task, lam, n_w)), lam, float("nan"))
+        for lam in lams
+    ]
+    return {
+        "task": task,
+        "data": task.data,
+        "normal": normal,
+        "normal2": normal2,
+        "curves": curves,
+        "post": post,
+    }
 
 
 def evaluate_family(r: dict[str, Any], index: int) -> None:
@@ -673,9 +852,13 @@ def evaluate_family(r: dict[str, Any], index: int) -> None:
     r["fixed_bits"] = fixed_length_bits(normal.model, task.delta)
     r["ptq"] = at_bits(task, normal.model, chosen.bits)
     r["prune"] = pruned_at_bits(task, normal.model, chosen.bits)
+    r["post_at_bits"] = post_rate_at_bits(task, normal.model, chosen.bits)
+    # the best post-training compression at the selected bits, by test accuracy (per seed)
+    r["best_post"] = max((r["ptq"], r["prune"]), key=lambda ok: float(ok.mean()))
     for scope in ("tensor", "global"):
         r[f"drop_bs_{scope}"] = prune_drop(task, chosen, scope=scope)
         r[f"drop_normal_{scope}"] = prune_drop(task, normal, scope=scope)
+    r["drop_normal2_tensor"] = prune_drop(task, r["normal2"])
     r["val_se"] = paired_se(
         predictions(coded_copy(chosen.model, task.delta), task.X_val),
         predictions(coded_copy(normal.model, task.delta), task.X_val),
@@ -683,41 +866,119 @@ def evaluate_family(r: dict[str, Any], index: int) -> None:
     )
     if len(r["curves"]) > 1:
         r["best_at"] = {
-            k: max(at_bits(task, p.model, chosen.bits) for p in pts)
+            k: max((at_bits(task, p.model, chosen.bits) for p in pts), key=lambda ok: ok.mean())
             for k, pts in r["curves"].items()
         }
 
 
-def reproduce(ctx: RunContext) -> dict[str, list[float]]:
+def _diff(a: np.ndarray, b: np.ndarray) -> float:
+    return 100 * float(a.mean() - b.mean())
+
+
+def paired(rows: list[np.ndarray]) -> Measurement:
+    """``100 (mean(a) - mean(b))`` from rows ``(a_i, b_i)`` of per-item values, one array per
+    seed: a t interval over the seeds' values from 3 seeds on, else a bootstrap over the items
+    (stratified by seed; the mean of the paired differences ``100 (a_i - b_i)``)."""
+    if len(rows) >= MIN_T_VALUES:
+        return Measurement.of([_diff(r[:, 0], r[:, 1]) for r in rows])
+    return Measurement.bootstrap([100 * (r[:, 0] - r[:, 1]) for r in rows])
+
+
+def mean_of(items: list[np.ndarray]) -> Measurement:
+    """``100 mean(items)`` per seed: t over seeds from 3 on, else a bootstrap over items."""
+    if len(items) >= MIN_T_VALUES:
+        return Measurement.of([100 * float(x.mean()) for x in items])
+    return Measurement.bootstrap([100 * x for x in items])
+
+
+def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.stack([a, b], axis=1)
+
+
+def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
     seeds = ctx.seeds[: b.seeds] if b.seeds is not None else ctx.seeds
-    out: dict[str, list[float]] = {c.id: [] for c in CLAIMS if not c.id.startswith("lm_")}
+    out: dict[str, Any] = {}
     runs: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
     for f in FAMILIES:
         rs = runs[f] = [train_family(f, b, seed, ctx) for seed in seeds]
         index = select([r["normal"] for r in rs], [r["curves"]["auto"] for r in rs])
+        post_index = select([r["normal"] for r in rs], [r["post"] for r in rs])
         for r in rs:
             evaluate_family(r, index)
-            n, c = r["normal"], r["chosen"]
-            out[f"{f}_size"].append(c.bits / n.bits)
-            out[f"{f}_accuracy"].append(100 * (c.test - n.test))
-            out[f"{f}_vs_post_training"].append(100 * (c.test - max(r["ptq"], r["prune"])))
-            out[f"{f}_pruning_80"].append(r["drop_bs_tensor"])
-            out[f"{f}_pruning_80_vs_normal"].append(r["drop_normal_tensor"] - r["drop_bs_tensor"])
-            out[f"{f}_pruning_80_global_vs_normal"].append(
-                r["drop_normal_global"] - r["drop_bs_global"]
+            # the post-training null: no lambda within the rule means no compression
+            post_ok = lower_bound(
+                [r2["post"][post_index].val_ok - r2["normal"].val_ok for r2 in rs]
             )
-            if "best_at" in r:
-                best = r["best_at"]
-                out["ablation_vs_l2"].append(100 * (best["auto"] - best["nu=2"]))
-                out["ablation_vs_l1"].append(100 * (best["auto"] - best["nu=1"]))
-    for i in range(len(seeds)):
-        small = []
-        for f in FAMILIES:
-            r = runs[f][i]
-            smallest = min(r["curves"]["auto"], key=lambda p: p.lam)
-            small.append(100 * (smallest.test - r["normal"].test))
-        out["small_lambda_generalization"].append(float(np.mean(small)))
+            r["post_chosen"] = r["post"][post_index] if post_ok >= -1.0 else r["normal"]
+        n = [r["normal"] for r in rs]
+        c = [r["chosen"] for r in rs]
+        out[f"{f}_size"] = [ci.bits / ni.bits for ci, ni in zip(c, n, strict=True)]
+        out[null_key(f"{f}_size")] = [r["post_chosen"].bits / r["normal"].bits for r in rs]
+        out[f"{f}_accuracy"] = paired(
+            [pair(ci.test_ok, ni.test_ok) for ci, ni in zip(c, n, strict=True)]
+        )
+        out[null_key(f"{f}_accuracy")] = paired(
+            [pair(r["best_post"], r["normal"].test_ok) for r in rs]
+        )
+        out[f"{f}_vs_post_training"] = paired(
+            [pair(r["chosen"].test_ok, r["best_post"]) for r in rs]
+        )
+        out[null_key(f"{f}_vs_post_training")] = paired(
+            [pair(r["post_at_bits"], r["best_post"]) for r in rs]
+        )
+        for key in ("pruning_80", "pruning_80_vs_normal"):  # the gate: the model is sparse
+            out[gate_key(f"{f}_{key}")] = list(out[f"{f}_size"])
+        out[f"{f}_pruning_80"] = mean_of([r["drop_bs_tensor"] for r in rs])
+        out[null_key(f"{f}_pruning_80")] = mean_of([r["drop_normal_tensor"] for r in rs])
+        out[f"{f}_pruning_80_vs_normal"] = paired(
+            [pair(r["drop_normal_tensor"], r["drop_bs_tensor"]) for r in rs]
+        )
+        out[null_key(f"{f}_pruning_80_vs_normal")] = paired(
+            [pair(r["drop_normal_tensor"], r["drop_normal2_tensor"]) for r in rs]
+        )
+        out[f"{f}_pruning_80_global_vs_normal"] = paired(
+            [pair(r["drop_normal_global"], r["drop_bs_global"]) for r in rs]
+        )
+        if "best_at" in rs[0]:
+            for k in (2, 1):
+                arm = f"nu={k}"
+                out[f"ablation_vs_l{k}"] = paired(
+                    [pair(r["best_at"]["auto"], r["best_at"][arm]) for r in rs]
+                )
+                out[null_key(f"ablation_vs_l{k}")] = paired(
+                    [pair(r["ptq"], r["best_at"][arm]) for r in rs]
+                )
+
+    # small-lambda generalisation: the mean of both families, per seed (null: a second
+    # normal training in the smallest lambda's place)
+    def arms(which: str) -> list[list[np.ndarray]]:
+        """Per seed, per family: rows (arm, normal) of test correctness."""
+        out_rows = []
+        for i in range(len(seeds)):
+            row = []
+            for f in FAMILIES:
+                r = runs[f][i]
+                arm = (
+                    min(r["curves"]["auto"], key=lambda p: p.lam or 0.0)
+                    if which == "small"
+                    else r["normal2"]
+                )
+                row.append(pair(arm.test_ok, r["normal"].test_ok))
+            out_rows.append(row)
+        return out_rows
+
+    for key, which in (
+        ("small_lambda_generalization", "small"),
+        (null_key("small_lambda_generalization"), "normal2"),
+    ):
+        per_seed = arms(which)
+        if len(seeds) >= MIN_T_VALUES:
+            out[key] = [float(np.mean([_diff(r[:, 0], r[:, 1]) for r in fam])) for fam in per_seed]
+        else:  # one bootstrap group per seed and family; their means are averaged
+            out[key] = Measurement.bootstrap(
+                [100 * (r[:, 0] - r[:, 1]) for fam in per_seed for r in fam]
+            )
     _report(ctx, runs, seeds)
     if b.lm is not None:
         out.update(lm_block(ctx, b.lm))
@@ -759,21 +1020,35 @@ def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]], seeds: tuple
         c_bits = [r["chosen"].bits for r in rs]
 
         def m(key: str, scale: float = 1.0, rs: list[dict[str, Any]] = rs) -> float:
-            return float(np.mean([scale * r[key] for r in rs]))
+            return float(np.mean([scale * np.mean(r[key]) for r in rs]))
 
+        chosen_lb = lower_bound([r["chosen"].val_ok - r["normal"].val_ok for r in rs])
         ctx.note(
-            f"  - selected (one lambda for all seeds, by mean validation difference): lambda "
-            f"{rs[0]['chosen'].lam:g}, {np.mean(c_bits):.3f} bits (file stream incl. block "
-            f"offsets: {m('file_bits'):.3f}); validation difference "
+            f"  - selected (one lambda for all seeds; validation difference's 90% lower bound "
+            f">= -1 point): lambda {rs[0]['chosen'].lam:g}, {np.mean(c_bits):.3f} bits (file "
+            f"stream incl. block offsets: {m('file_bits'):.3f}); validation difference "
             f"{np.mean([100 * (r['chosen'].val - r['normal'].val) for r in rs]):+.2f} points, "
-            f"paired SE per seed {m('val_se'):.2f} (of the mean over {len(rs)} seeds: "
-            f"{m('val_se') / math.sqrt(len(rs)):.2f}) against the rule's -1 point"
+            f"lower bound {chosen_lb:+.2f}; paired SE per seed {m('val_se'):.2f}"
+        )
+        post = rs[0]["post_chosen"]
+        ctx.note(
+            "  - null arms: the rate applied after training, selected by the same rule: "
+            + (
+                f"lambda {post.lam:g}'s strength"
+                if post.lam is not None
+                else "no lambda qualifies (no compression)"
+            )
+            + f", {np.mean([r['post_chosen'].bits for r in rs]):.3f} bits, test "
+            f"{np.mean([100 * r['post_chosen'].test for r in rs]):.2f}%; bisected to the "
+            f"selected bits: {m('post_at_bits', 100):.2f}%; a second normal training (seed + "
+            f"{NULL_SEED}): {np.mean([100 * r['normal2'].test for r in rs]):.2f}%, its 80% "
+            f"pruning drop {m('drop_normal2_tensor', 100):.2f} points"
         )
         ctx.note(
             f"  - at its bits: PTQ {m('ptq', 100):.2f}%, per-tensor pruning {m('prune', 100):.2f}%"
-            f"; 80% pruning drop per tensor: BackSlash {m('drop_bs_tensor'):.2f}, normal "
-            f"{m('drop_normal_tensor'):.2f}; global threshold: BackSlash "
-            f"{m('drop_bs_global'):.2f}, normal {m('drop_normal_global'):.2f} points"
+            f"; 80% pruning drop per tensor: BackSlash {m('drop_bs_tensor', 100):.2f}, normal "
+            f"{m('drop_normal_tensor', 100):.2f}; global threshold: BackSlash "
+            f"{m('drop_bs_global', 100):.2f}, normal {m('drop_normal_global', 100):.2f} points"
         )
         ctx.note(
             f"  - size baselines: the claims' ratio is against the Exp-Golomb-coded normal model "
@@ -783,7 +1058,8 @@ def _report(ctx: RunContext, runs: dict[str, list[dict[str, Any]]], seeds: tuple
         )
         if "best_at" in rs[0]:
             cells = ", ".join(
-                f"{k} {np.mean([100 * r['best_at'][k] for r in rs]):.2f}%" for k in rs[0]["best_at"]
+                f"{k} {np.mean([100 * r['best_at'][k].mean() for r in rs]):.2f}%"
+                for k in rs[0]["best_at"]
             )
             ctx.note(f"  - best accuracy at the selected bits: {cells}")
         ax.set_xscale("log")
@@ -808,9 +1084,81 @@ def _load_lm(tiny: bool) -> tuple[Any, Any]:
     return load_causal_lm(quiet=True)
 
 
-def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
+def delta_for_bits(
+    bits_at: Callable[[float], float], target: float, delta: float, evals: int
+) -> float:
+    """The quantisation step at which ``bits_at(step)`` (bits per weight, falling in the step)
+    meets ``target`` from below, searched on log step in [delta, 4 delta] by regula falsi with
+    the Illinois rule (a bracket that shrinks from both ends; ``evals`` evaluations of
+    ``bits_at``, each a pass of the coder over every weight). Returns the bracket's upper end,
+    whose bits are <= target."""
+    lo, hi = math.log(delta), math.log(4 * delta)
+    f_lo, f_hi = bits_at(delta) - target, bits_at(4 * delta) - target
+    if f_hi > 0:
+        return 4 * delta
+    side = 0
+    for _ in range(max(evals - 2, 0)):
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        fx = bits_at(math.exp(x)) - target
+        if fx > 0:
+            lo, f_lo = x, fx
+            if side == 1:
+                f_hi /= 2
+            side = 1
+        else:
+            hi, f_hi = x, fx
+            if side == -1:
+                f_lo /= 2
+            side = -1
+    return math.exp(hi)
+
+
+def _ratio_rows(a: np.ndarray, b: np.ndarray) -> Measurement:
+    """``sum(a) / sum(b)`` over paired items (weight tensors), with a bootstrap over them."""
+    return Measurement.bootstrap([pair(a, b)], statistic=lambda r: r[:, 0].sum() / r[:, 1].sum())
+
+
+def _nats(a: np.ndarray, b: np.ndarray) -> Measurement:
+    """``mean(a - b)`` over the test chunks (a log-perplexity difference, nats), with a
+    bootstrap over the chunks."""
+    return Measurement.bootstrap([a - b])
+
+
+def _ppl_change(a: np.ndarray, b: np.ndarray) -> Measurement:
+    """``100 (exp(mean a - mean b) - 1)``: the perplexity ratio - 1 in percent, from per-chunk
+    mean NLLs of two models on the same test chunks. Its bootstrap is that of the mean NLL
+    difference mapped through the increasing ``100 (e^x - 1)`` (percentile intervals follow
+    monotone maps exactly)."""
+    nats = _nats(a, b)
+    iv = nats.interval
+
+    def pct(x: float) -> float:
+        return 100 * math.expm1(x)
+
+    return Measurement.with_interval(
+        [pct(v) for v in nats.values], pct(iv.low), pct(iv.high), iv.method
+    )
+
+
+def _file_rows(
+    bits: np.ndarray, sizes: np.ndarray, coded: float, torch_bytes: float
+) -> Measurement:
+    """The file ratio ``coded / torch_bytes`` with a bootstrap over the weight tensors: each
+    tensor is (its codeword bytes, its float32 bytes); the header, block offsets and raw
+    tensors of both files are held fixed at their measured totals."""
+    code = bits / 8
+    fixed_code, fixed_torch = coded - code.sum(), torch_bytes - 4 * sizes.sum()
+    return Measurement.bootstrap(
+        [pair(code, 4 * sizes)],
+        statistic=lambda r: (r[:, 0].sum() + fixed_code) / (r[:, 1].sum() + fixed_torch),
+    )
+
+
+def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, Any]:
     """Fine-tune the LM with and without the rate step (same steps, data and seed), select
-    one lambda on validation perplexity, and measure the LM claims on the test text."""
+    one lambda on validation perplexity, and measure the LM claims on the test text, with
+    their null arms (the rate applied after the fine-tune; the normal fine-tune quantised to
+    the same size; the normal fine-tune itself) and gates."""
     from icml25.backslash import lm
 
     tiny = ctx.budget == "tiny"
@@ -827,8 +1175,22 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
     train_ids = lm.corpus(lm.FINETUNE_MODULES, tok)
     val = lm.corpus(lm.VAL_MODULES, tok, b.val_tokens)
     test = lm.corpus(lm.TEST_MODULES, tok, b.test_tokens)
-    pristine = copy.deepcopy(model)
+    pristine = model  # every arm fine-tunes its own deep copy
+    n_w = sum(p.numel() for _, p in lm.default_rate_params(pristine))
     say = ctx.progress
+
+    def scored(m: Any, lam: float | None, nu: float) -> dict[str, Any]:
+        bits, sizes = lm.tensor_bits(m, LM_DELTA)
+        return {
+            "lam": lam,
+            "model": m,
+            "nu": nu,
+            "tensor_bits": bits,
+            "sizes": sizes,
+            "bits": float(bits.sum() / sizes.sum()),
+            "val": lm.perplexity(lm.quantised(m, LM_DELTA), val, b.length),
+            "stats": lm.weight_stats(m),
+        }
 
     def run(lam: float | None) -> dict[str, Any]:
         m = copy.deepcopy(pristine)
@@ -846,37 +1208,119 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
             every=CHECKPOINT_EVERY,
             progress=say,
         )
-        dec = lm.quantised(m, LM_DELTA)
-        return {
-            "lam": lam,
-            "model": m,
-            "nu": bs.nu_ if bs is not None else float("nan"),
-            "bits": lm.lm_bits(m, LM_DELTA),
-            "val": lm.perplexity(dec, val, b.length),
-            "stats": lm.weight_stats(m),
-        }
+        return scored(m, lam, bs.nu_ if bs is not None else float("nan"))
 
     normal = run(None)
     grid = [run(lam) for lam in b.lambdas]
     ok = [g for g in grid if g["val"] <= 1.05 * normal["val"]]
     chosen = max(ok, key=lambda g: g["lam"]) if ok else min(grid, key=lambda g: g["lam"])
-    say(f"LM: selected lambda {chosen['lam']:g}; test perplexities and 80% pruning")
-    for r in (normal, chosen):
-        r["test"] = lm.perplexity(lm.quantised(r["model"], LM_DELTA), test, b.length)
-        pruned = lm.perplexity(lm.quantised(r["model"], LM_DELTA, prune=0.8), test, b.length)
-        r["prune"] = math.log(pruned / r["test"])
+    for g in grid:  # only the selected model is used from here on (540 MB each for SmolLM2)
+        if g is not chosen:
+            g["model"] = None
+    # null arm of lm_size: the rate applied after the fine-tune with each lambda's total
+    # strength (steps x lr x lambda / N), selected by the same rule; none: no compression
+    say("LM: the rate applied after the normal fine-tune (null arm of lm_size)")
+    nan = float("nan")
+    post = []
+    for lam in b.lambdas:
+        post.append(scored(lm.post_rate(normal["model"], b.steps * 1e-4 * lam / n_w), lam, nan))
+        post[-1]["model"] = None  # its sizes and validation perplexity are all that is used
+    post_ok = [g for g in post if g["val"] <= 1.05 * normal["val"]]
+    post_chosen = max(post_ok, key=lambda g: g["lam"]) if post_ok else normal
+    # null arm of lm_perplexity: the normal fine-tune quantised (coarser delta) to the selected
+    # model's bits per weight (bisection on log delta)
+    say(f"LM: selected lambda {chosen['lam']:g}; the normal fine-tune at its bits; test")
+    ptq_delta = LM_DELTA
+    if normal["bits"] > chosen["bits"]:
+        ptq_delta = delta_for_bits(
+            lambda d: lm.lm_bits(normal["model"], d), chosen["bits"], LM_DELTA, b.bisection
+        )
+    ptq = {
+        "model": normal["model"],
+        "delta": ptq_delta,
+        "bits": lm.lm_bits(normal["model"], ptq_delta),
+    }
+    for r, delta in ((normal, LM_DELTA), (chosen, LM_DELTA), (ptq, ptq_delta)):
+        r["test_nll"] = lm.chunk_nll(lm.quantised(r["model"], delta), test, b.length)
+        pruned = lm.chunk_nll(lm.quantised(r["model"], delta, prune=0.8), test, b.length)
+        r["prune_nll"] = pruned - r["test_nll"]  # per chunk: the log-perplexity increase
+        r["test"] = math.exp(float(r["test_nll"].mean()))
+        r["prune"] = float(r["prune_nll"].mean())
     say("LM: writing the coded file of the selected model")
     with tempfile.TemporaryDirectory() as d:
         fb = lm.file_sizes(chosen["model"], LM_DELTA, Path(d))
-    out = {
-        "lm_size": [chosen["bits"] / normal["bits"]],
-        "lm_perplexity": [100 * (chosen["test"] / normal["test"] - 1)],
-        "lm_pruning_80": [chosen["prune"]],
-        "lm_pruning_80_vs_normal": [normal["prune"] - chosen["prune"]],
-        "lm_file_vs_torch_save": [fb["coded_bytes"] / fb["torch_bytes"]],
+    # the normal fine-tune's file, coded the same way: the selected file's header, block
+    # offsets and raw tensors plus the normal fine-tune's codewords
+    fixed = fb["coded_bytes"] - chosen["tensor_bits"].sum() / 8
+    normal_file = fixed + normal["tensor_bits"].sum() / 8
+    out: dict[str, Any] = {
+        "lm_size": _ratio_rows(chosen["tensor_bits"], normal["tensor_bits"]),
+        null_key("lm_size"): _ratio_rows(post_chosen["tensor_bits"], normal["tensor_bits"]),
+        "lm_perplexity": _ppl_change(chosen["test_nll"], normal["test_nll"]),
+        null_key("lm_perplexity"): _ppl_change(ptq["test_nll"], normal["test_nll"]),
+        "lm_pruning_80": _nats(chosen["prune_nll"], np.zeros_like(chosen["prune_nll"])),
+        null_key("lm_pruning_80"): _nats(normal["prune_nll"], np.zeros_like(normal["prune_nll"])),
+        "lm_pruning_80_vs_normal": _nats(normal["prune_nll"], chosen["prune_nll"]),
+        null_key("lm_pruning_80_vs_normal"): _nats(normal["prune_nll"], ptq["prune_nll"]),
+        "lm_file_vs_torch_save": _file_rows(
+            chosen["tensor_bits"], chosen["sizes"], fb["coded_bytes"], fb["torch_bytes"]
+        ),
+        null_key("lm_file_vs_torch_save"): _file_rows(
+            normal["tensor_bits"], normal["sizes"], normal_file, fb["torch_bytes"]
+        ),
     }
+    size_ratio = chosen["bits"] / normal["bits"]
+    for key in ("lm_pruning_80", "lm_pruning_80_vs_normal"):
+        out[gate_key(key)] = Measurement.exact(size_ratio)
+    _lm_report(
+        ctx,
+        b,
+        tiny,
+        n_w,
+        seed,
+        val,
+        test,
+        normal,
+        grid,
+        chosen,
+        post,
+        post_chosen,
+        ptq,
+        fb,
+        normal_file,
+    )
+    if b.roundtrip:
+        say("LM: decoding the file into a fresh transformers model and generating")
+        rt = lm.roundtrip(chosen["model"], tok, LM_DELTA)
+        ctx.note(
+            f"  - round trip: the file decoded into a fresh `transformers` model (weights equal "
+            f"to the quantised ones) and generated {rt['new_tokens']} tokens: {rt['generated']!r}"
+        )
+    else:
+        ctx.note("  - round trip (decode the file, generate): not run in this budget (tests do it)")
+    return out
+
+
+def _lm_report(
+    ctx: RunContext,
+    b: LMBudget,
+    tiny: bool,
+    n_w: int,
+    seed: int,
+    val: torch.Tensor,
+    test: torch.Tensor,
+    normal: dict[str, Any],
+    grid: list[dict[str, Any]],
+    chosen: dict[str, Any],
+    post: list[dict[str, Any]],
+    post_chosen: dict[str, Any],
+    ptq: dict[str, Any],
+    fb: dict[str, float],
+    normal_file: float,
+) -> None:
+    from icml25.backslash import lm
+
     name = "tiny random Llama (tests)" if tiny else "SmolLM2-135M-Instruct"
-    n_w = sum(p.numel() for _, p in lm.default_rate_params(pristine))
     ctx.note(
         f"- **Language model** ({name}, {n_w:,} coded weights, tied embeddings coded once), "
         f"seed {seed}: {b.steps} fine-tuning steps of {b.length} tokens per arm on "
@@ -892,28 +1336,39 @@ def lm_block(ctx: RunContext, b: LMBudget) -> dict[str, list[float]]:
             f"nu {r['nu']:.2f}, weight std {r['stats']['std']:.4f}, |w| < 0.005: "
             f"{100 * r['stats']['small']:.1f}%"
         )
+    for r in post:
+        ctx.note(
+            f"  - null: the rate after the normal fine-tune, lambda {r['lam']:g}'s strength: "
+            f"{r['bits']:.3f} bits (ratio {r['bits'] / normal['bits']:.3f}), validation "
+            f"perplexity {r['val']:.3f} (ratio {r['val'] / normal['val']:.3f}), |w| < 0.005: "
+            f"{100 * r['stats']['small']:.1f}%"
+        )
+    picked = (
+        "no lambda qualifies (no compression)"
+        if post_chosen is normal
+        else f"lambda {post_chosen['lam']:g}"
+    )
     ctx.note(
         f"  - selected (largest lambda with validation perplexity <= 1.05 x normal's): lambda "
         f"{chosen['lam']:g}; test perplexity {chosen['test']:.3f} vs normal {normal['test']:.3f}; "
         f"80% per-tensor pruning: log-perplexity +{chosen['prune']:.3f} (BackSlash) vs "
-        f"+{normal['prune']:.3f} nats (normal)"
+        f"+{normal['prune']:.3f} nats (normal). Null arms: the rate after the fine-tune, by the "
+        f"same rule: {picked}; the normal fine-tune quantised to the selected bits (delta "
+        f"{ptq['delta']:.5f}, {ptq['bits']:.3f} bits): test perplexity {ptq['test']:.3f}, 80% "
+        f"pruning +{ptq['prune']:.3f} nats"
     )
-    raw = fb["coded_bytes"] - fb["bits_per_weight"] * n_w / 8  # header and raw tensors
-    normal_est = raw + normal["bits"] * n_w / 8
-    ctx.note(
-        f"  - file: BackSlash {fb['coded_bytes'] / 1e6:.1f} MB coded vs "
-        f"{fb['torch_bytes'] / 1e6:.1f} MB torch.save ({fb['coded_bytes'] / fb['torch_bytes']:.3f})"
-        f"; the normal fine-tune coded the same way would take about {normal_est / 1e6:.1f} MB "
-        f"({normal_est / fb['torch_bytes']:.3f}, from its codeword bits): that much comes from "
-        "quantisation + Exp-Golomb alone"
-    )
-    if b.roundtrip:
-        say("LM: decoding the file into a fresh transformers model and generating")
-        rt = lm.roundtrip(chosen["model"], tok, LM_DELTA)
-        ctx.note(
-            f"  - round trip: the file decoded into a fresh `transformers` model (weights equal "
-            f"to the quantised ones) and generated {rt['new_tokens']} tokens: {rt['generated']!r}"
+    try:
+        from icml25.core.llm import smollm2_gguf
+
+        source = (
+            f"; the Q4_1 GGUF it was dequantised from: {smollm2_gguf().stat().st_size / 1e6:.1f} MB"
         )
-    else:
-        ctx.note("  - round trip (decode the file, generate): not run in this budget (tests do it)")
-    return out
+    except (ImportError, FileNotFoundError):
+        source = ""
+    ctx.note(
+        f"  - files: BackSlash {fb['coded_bytes'] / 1e6:.1f} MB coded vs "
+        f"{fb['torch_bytes'] / 1e6:.1f} MB torch.save ({fb['coded_bytes'] / fb['torch_bytes']:.3f})"
+        f"; the normal fine-tune coded the same way {normal_file / 1e6:.1f} MB "
+        f"({normal_file / fb['torch_bytes']:.3f}, from its codewords and the same header)"
+        + (source if not tiny else "")
+    )

@@ -16,6 +16,7 @@ from icml25.mirror_flow.balancedness import (
     balancedness_error,
     balancedness_gd_step,
     balancedness_prediction,
+    balancedness_switch_step,
 )
 from icml25.mirror_flow.legendre import (
     c_flow,
@@ -46,6 +47,7 @@ __all__ = [
     "balancedness_error",
     "balancedness_gd_step",
     "balancedness_prediction",
+    "balancedness_switch_step",
     "c_flow",
     "c_gd",
     "c_gd_step",

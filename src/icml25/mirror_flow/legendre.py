@@ -28,61 +28,64 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.core import validate as V
+from icml25.mirror_flow._checks import real_array, real_number
 
 
-def _c_array(c: np.ndarray | float, shape: tuple[int, ...]) -> np.ndarray:
-    c = np.broadcast_to(np.asarray(c, dtype=np.float64), shape)
-    if not np.all(np.isfinite(c)) or np.any(c <= 0):
+def _c_array(c: np.ndarray | float, shape: tuple[int, ...], name: str = "c") -> np.ndarray:
+    """``c`` (a number, or one value per coordinate) broadcast to ``shape``; positive, finite."""
+    arr = real_array(name, c, shape=shape)
+    if np.any(arr <= 0):
         raise ValueError(
-            "c must be positive and finite (c = u**2 - v**2 > 0; use u0 != v0, u0 > |v0|), "
-            f"got min {np.min(c) if c.size else 'empty'}"
+            f"{name} must be positive and finite (c = u**2 - v**2 > 0; use u0 != v0, "
+            f"u0 > |v0|), got min {np.min(arr) if arr.size else 'empty'}"
         )
-    return c
+    return np.broadcast_to(arr, shape)
 
 
 def legendre(x: np.ndarray, c: np.ndarray | float) -> float:
     r"""The Legendre function :math:`R_c(x)` of the module docstring."""
-    x = np.asarray(x, dtype=np.float64)
+    x = real_array("x", x)
     c = _c_array(c, x.shape)
     return float(0.5 * np.sum(x * np.arcsinh(2 * x / c) - np.sqrt(x**2 + c**2 / 4)))
 
 
 def legendre_grad(x: np.ndarray, c: np.ndarray | float) -> np.ndarray:
     r""":math:`\nabla R_c(x) = \tfrac12 \operatorname{arcsinh}(2x/c)` (the mirror map)."""
-    x = V.finite_array("x", x)
+    x = real_array("x", x)
     return 0.5 * np.arcsinh(2 * x / _c_array(c, x.shape))
 
 
 def mirror_inverse(z: np.ndarray, c: np.ndarray | float) -> np.ndarray:
     r"""Inverse mirror map :math:`x = (c/2)\sinh(2z)`."""
-    z = V.finite_array("z", z)
+    z = real_array("z", z)
     return 0.5 * _c_array(c, z.shape) * np.sinh(2 * z)
 
 
 def c_flow(c0: np.ndarray | float, alpha: float, t: float | np.ndarray) -> np.ndarray:
     r"""Gradient flow: :math:`c_t = c_0 e^{-2\alpha t}`."""
-    if alpha < 0:
-        raise ValueError(f"alpha (weight decay) must be >= 0, got {alpha}")
-    return np.asarray(c0, dtype=np.float64) * np.exp(-2 * alpha * np.asarray(t, dtype=np.float64))
+    alpha = real_number("alpha (weight decay)", alpha, low=0.0)
+    c0 = real_array("c0", c0, low=0.0, low_open=True)
+    t = real_array("t", t, low=0.0)
+    return c0 * np.exp(-2 * alpha * t)
 
 
 def c_gd_step(c: np.ndarray, g: np.ndarray, lr: float, alpha: float) -> np.ndarray:
     r"""One GD step on (u, v): :math:`c_{k+1} = c_k[(1-\eta\alpha)^2 - \eta^2 g_k^2]`, with
     :math:`g = \nabla f(x_k)`. Exact for GD on :math:`f(u\odot v) + \tfrac\alpha2\|(u,v)\|^2`."""
-    lr = V.positive("lr", lr)
-    alpha = V.number("alpha", alpha, low=0.0)
-    c, g = V.finite_array("c", c), V.finite_array("g", g)
-    return np.asarray(c) * ((1 - lr * alpha) ** 2 - lr**2 * np.asarray(g) ** 2)
+    lr = real_number("lr", lr, low=0.0, low_open=True)
+    alpha = real_number("alpha", alpha, low=0.0)
+    c = real_array("c", c)
+    g = real_array("g", g, shape=c.shape if c.ndim else None)
+    return c * ((1 - lr * alpha) ** 2 - lr**2 * g**2)
 
 
 def c_gd(c0: np.ndarray | float, lr: float, alpha: float, steps: int | np.ndarray) -> np.ndarray:
     r"""GD, neglecting the :math:`O(\eta^2 g^2)` term: :math:`c_k = c_0 (1-\eta\alpha)^{2k}`."""
-    lr = V.positive("lr", lr)
-    alpha = V.number("alpha", alpha, low=0.0)
-    k = np.asarray(steps)
-    if np.any(k < 0):
-        raise ValueError(f"steps must be >= 0, got {steps}")
-    return np.asarray(c0, dtype=np.float64) * (1 - lr * alpha) ** (2 * k)
+    lr = real_number("lr", lr, low=0.0, low_open=True)
+    alpha = real_number("alpha", alpha, low=0.0)
+    k = real_array("steps", steps, low=0.0, integer=True)
+    c0 = real_array("c0", c0, low=0.0, low_open=True)
+    return c0 * (1 - lr * alpha) ** (2 * k)
 
 
 def implicit_bias_solution(
@@ -104,15 +107,21 @@ def implicit_bias_solution(
     cosh is evaluated as :math:`\exp(\log(c/8) + \operatorname{logaddexp}(2z, -2z))`, so tiny c
     (the :math:`\ell_1` limit) does not overflow.
     """
-    A = V.finite_array("A", A)
-    y = V.finite_array("y", y)
+    A = real_array("A", A)
+    y = real_array("y", y)
     tol = V.positive("tol", tol)
     max_iter = V.integer("max_iter", max_iter, low=1)
     if A.ndim != 2 or y.shape != (A.shape[0],):
         raise ValueError(f"A must be (n, d) and y (n,), got {A.shape} and {y.shape}")
     d = A.shape[1]
     c = _c_array(c, (d,))
-    b = np.zeros(d) if x0 is None else legendre_grad(x0, c if c0 is None else c0)
+    if x0 is None:
+        b = np.zeros(d)
+    else:
+        x0 = real_array("x0", x0)
+        if x0.shape != (d,):
+            raise ValueError(f"x0 must have one entry per column of A ({d}), got shape {x0.shape}")
+        b = 0.5 * np.arcsinh(2 * x0 / (c if c0 is None else _c_array(c0, (d,), "c0")))
     # Continuation: Newton from lambda = 0 stalls for tiny c (the Hessian ~ c is nearly
     # singular far from the solution), so solve for c * s with s = 10^k, ..., 10, 1, warm-starting
     # each stage from the last (the dual solution moves like log(1/c)).

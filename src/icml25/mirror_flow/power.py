@@ -42,6 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.mirror_flow._checks import real_array, real_number
+
 
 def _check_p(p: float) -> float:
     if not isinstance(p, (int, float)) or not np.isfinite(p) or p <= 1 or p == 2:
@@ -53,8 +55,8 @@ def _check_p(p: float) -> float:
 
 
 def _check_factors(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    u = np.asarray(u, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
+    u = real_array("u", u)
+    v = real_array("v", v)
     if u.shape != v.shape:
         raise ValueError(f"u and v must have the same shape, got {u.shape} and {v.shape}")
     if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v))):
@@ -105,20 +107,16 @@ def predicted_invariant(S0: np.ndarray | float, p: float, A: np.ndarray | float)
     r""":math:`S_t = S_0 - 2p(2-p)A_t`, :math:`A_t = \int_0^t\alpha_s ds` (for GD with step
     :math:`\eta`, :math:`A_k = \eta\sum_{j<k}\alpha_j`)."""
     p = _check_p(p)
-    S0 = np.asarray(S0, dtype=np.float64)
-    A = np.asarray(A, dtype=np.float64)
-    if np.any(S0 <= 0) or not np.all(np.isfinite(S0)):
-        raise ValueError(f"S0 must be positive and finite, got {S0}")
-    if np.any(A < 0) or not np.all(np.isfinite(A)):
-        raise ValueError(f"A (the integrated regularization strength) must be >= 0, got {A}")
+    S0 = real_array("S0", S0, low=0.0, low_open=True)
+    A = real_array("A (the integrated regularization strength)", A, low=0.0)
     return S0 - 2 * p * (2 - p) * A
 
 
 def dual_interval_width(S: np.ndarray | float, p: float) -> np.ndarray:
     r"""Width of the range of :math:`\nabla R_{a_t}`: :math:`S / (p|2-p|)`; 0 where
-    :math:`S \le 0` (the interval has collapsed)."""
+    :math:`S \le 0` (the interval has collapsed), NaN where ``S`` is NaN (a factor at 0)."""
     p = _check_p(p)
-    S = np.asarray(S, dtype=np.float64)
+    S = real_array("S", S, allow_nan=True)
     return np.maximum(S, 0.0) / (p * abs(2 - p))
 
 
@@ -126,8 +124,7 @@ def collapse_time(S0: float, p: float) -> float:
     r"""For :math:`p < 2`, the integrated strength :math:`A = S_0 / (2p(2-p))` at which the dual
     interval collapses (``inf`` for :math:`p > 2`, where it widens)."""
     p = _check_p(p)
-    if not S0 > 0:
-        raise ValueError(f"S0 must be positive, got {S0}")
+    S0 = real_number("S0", S0, low=0.0, low_open=True)
     return float(S0 / (2 * p * (2 - p))) if p < 2 else float("inf")
 
 
@@ -166,23 +163,26 @@ def power_gd(
     regularizes for its first ``off[r]`` steps. A factor that a step would push below 0 is set
     to 0, where its gradient :math:`p u^{p-1}` vanishes: it stays there (frozen)."""
     p = _check_p(p)
-    A = np.asarray(A, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    A = real_array("A", A)
+    y = real_array("y", y)
     if A.ndim != 2 or y.shape != (A.shape[0],):
         raise ValueError(f"A must be (n, d) and y (n,), got {A.shape} and {y.shape}")
-    if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be > 0, got {lr!r}")
-    if not (np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be >= 0, got {alpha!r}")
-    if not isinstance(steps, (int, np.integer)) or steps < 0:
+    lr = real_number("lr", lr, low=0.0, low_open=True)
+    alpha = real_number("alpha", alpha, low=0.0)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
-    off_arr = np.asarray(off)
-    if off_arr.ndim != 1 or off_arr.size == 0 or np.any(off_arr < 0):
+    if isinstance(off, str) or np.ndim(off) != 1 or len(off) == 0:
         raise ValueError(f"off must be a non-empty sequence of step counts >= 0, got {off!r}")
-    rec = sorted({int(k) for k in record})
+    off_arr = real_array("off (step counts)", off, low=0.0, integer=True).astype(np.int64)
+    if isinstance(record, str):
+        raise ValueError(f"record must be a sequence of step counts, got {record!r}")
+    rec_arr = real_array("record (step counts)", list(record), integer=True).astype(np.int64)
+    rec = sorted({int(k) for k in rec_arr})
     if rec and (rec[0] < 0 or rec[-1] > steps):
         raise ValueError(f"record steps must lie in [0, {steps}], got {list(record)!r}")
     d = A.shape[1]
+    u0 = real_array("u0", u0, shape=(d,))
+    v0 = real_array("v0", v0, shape=(d,))
     u, v = _check_factors(np.broadcast_to(u0, (d,)), np.broadcast_to(v0, (d,)))
     R = off_arr.size
     U, V = np.tile(u, (R, 1)), np.tile(v, (R, 1))

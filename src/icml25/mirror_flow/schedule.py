@@ -7,6 +7,7 @@ a lasting, sparser implicit bias; switching it off afterwards lets the model sti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -58,10 +59,24 @@ class WeightDecaySwitch:
             raise ValueError(f"param groups {missing} have no 'weight_decay' to switch")
         if at_step is None and criterion is None:
             raise ValueError("give at_step, criterion, or both")
-        if at_step is not None and (not isinstance(at_step, int) or at_step < 0):
+        if at_step is not None and (
+            isinstance(at_step, bool) or not isinstance(at_step, int) or at_step < 0
+        ):
             raise ValueError(f"Invalid at_step: {at_step!r} (must be an integer >= 0)")
-        if not (isinstance(after, (int, float)) and after >= 0):
-            raise ValueError(f"Invalid weight decay after the switch: {after!r} (must be >= 0)")
+        if criterion is not None and not callable(criterion):
+            raise TypeError(
+                f"criterion must be a callable criterion(metric) -> bool, got "
+                f"{type(criterion).__name__} {criterion!r}"
+            )
+        if (
+            isinstance(after, bool)
+            or not isinstance(after, (int, float))
+            or not math.isfinite(after)
+            or after < 0
+        ):
+            raise ValueError(
+                f"Invalid weight decay after the switch: {after!r} (must be a finite number >= 0)"
+            )
         self.optimizer = optimizer
         self.at_step = at_step
         self.criterion = criterion
@@ -78,6 +93,12 @@ class WeightDecaySwitch:
 
     def step(self, metric: float | None = None) -> None:
         """Count one optimizer step; switch if ``at_step`` is reached or ``criterion(metric)``."""
+        if metric is not None and (
+            isinstance(metric, bool)
+            or not isinstance(metric, (int, float, torch.Tensor))
+            or (isinstance(metric, torch.Tensor) and metric.numel() != 1)
+        ):
+            raise ValueError(f"metric must be a number (e.g. the loss), got {metric!r}")
         self.steps += 1
         if self.switched_at is not None:
             return
@@ -91,9 +112,19 @@ class WeightDecaySwitch:
         return {"steps": self.steps, "switched_at": self.switched_at, "after": self.after}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.steps = int(state["steps"])
-        self.switched_at = state["switched_at"]
-        self.after = float(state["after"])
+        missing = {"steps", "switched_at", "after"} - set(state)
+        if missing:
+            raise ValueError(f"state must come from state_dict(); it lacks {sorted(missing)}")
+        steps, switched, after = state["steps"], state["switched_at"], state["after"]
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"state['steps'] must be an integer >= 0, got {steps!r}")
+        if switched is not None and (isinstance(switched, bool) or not isinstance(switched, int)):
+            raise ValueError(f"state['switched_at'] must be None or an integer, got {switched!r}")
+        if isinstance(after, bool) or not isinstance(after, (int, float)) or not after >= 0:
+            raise ValueError(f"state['after'] must be a number >= 0, got {after!r}")
+        self.steps = steps
+        self.switched_at = switched
+        self.after = float(after)
         if self.switched_at is not None:
             for group in self.optimizer.param_groups:
                 group["weight_decay"] = self.after
