@@ -1,11 +1,12 @@
 """BackSlash costs: the coder's throughput and the rate step's training overhead.
 
 1. Coder: a 12.6M-parameter model of Linear layers whose weights are generalized-Gaussian
-   (shape 1, like trained weights), coded at delta = 1e-3. ``save_compressed`` and
-   ``load_compressed`` throughput, in MB of fp32 weights per second, against two baselines
-   measured in the same run on the same (quantised) weights: ``torch.save`` / ``torch.load``
-   (raw fp32), and zlib level 6 on the fp32 bytes (a general-purpose lossless coder of the
-   quantised values). Sizes are reported too.
+   (shape 1, like trained weights; ``--shape 2`` for Gaussian), coded at delta = 1e-3. For
+   both codecs (Exp-Golomb and rANS) the size in bits per weight beside the order-0 entropy of
+   the quantised weights, and ``save_compressed`` / ``load_compressed`` throughput in MB of
+   fp32 weights per second, against baselines measured in the same run on the same quantised
+   weights: ``torch.save`` / ``torch.load`` (raw fp32), zlib level 6 and zstd level 3 on the
+   fp32 bytes and on the quantised integers (int32).
 2. Training step: Adam on the reproduction's MLP (784-256-128-10, batch 128). The step with
    the BackSlash post-hook (prox + shape estimate) is compared with the plain step.
 
@@ -21,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import zstandard
 from scipy.stats import gennorm
 from torch import nn
 
 from _timing import mean_seconds
-from icml25.backslash import BackSlash, load_compressed, save_compressed
+from icml25.backslash import BackSlash, load_compressed, quantize, save_compressed
+from icml25.backslash.coding import order0_entropy_bits, symbol_table
 from icml25.core.models import MLP
 
 
@@ -33,6 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--shape", type=float, default=1.0, help="generalized-Gaussian shape")
     args = ap.parse_args()
     torch.manual_seed(0)
     model = nn.Sequential(*(nn.Linear(args.width, args.width) for _ in range(args.layers)))
@@ -40,34 +44,55 @@ def main() -> None:
     with torch.no_grad():
         for m in model:
             m.weight.copy_(
-                torch.tensor(gennorm.rvs(1.0, scale=0.02, size=m.weight.shape, random_state=rng))
+                torch.tensor(
+                    gennorm.rvs(args.shape, scale=0.02, size=m.weight.shape, random_state=rng)
+                )
             )
     n = sum(m.weight.numel() for m in model)
     mb = 4 * n / 1e6
-    print(f"coder: {n / 1e6:.1f}M coded weights ({mb:.0f} MB fp32), delta 1e-3")
+    print(
+        f"coder: {n / 1e6:.1f}M coded weights ({mb:.0f} MB fp32), generalized-Gaussian shape "
+        f"{args.shape}, delta 1e-3; MB/s are MB of fp32 weights per second"
+    )
+    rows = []
     with tempfile.TemporaryDirectory() as d:
-        path, raw = Path(d) / "m.bs", Path(d) / "m.pt"
-        stats = save_compressed(model, path, 1e-3)
-        load_compressed(path, model)  # from here on, every coder sees the same quantised weights
-        t_enc = mean_seconds(lambda: save_compressed(model, path, 1e-3))
-        t_dec = mean_seconds(lambda: load_compressed(path, model))
+        raw = Path(d) / "m.pt"
+        save_compressed(model, Path(d) / "q.bs", 1e-3)
+        load_compressed(
+            Path(d) / "q.bs", model
+        )  # every coder below sees the same quantised weights
+        entropy = sum(order0_entropy_bits(symbol_table(quantize(m.weight, 1e-3))[1]) for m in model)
+        for codec in ("eg", "rans"):
+            path = Path(d) / f"m-{codec}.bs"
+            stats = save_compressed(model, path, 1e-3, codec=codec)
+            t_enc = mean_seconds(lambda c=codec, p=path: save_compressed(model, p, 1e-3, codec=c))
+            t_dec = mean_seconds(lambda p=path: load_compressed(p, model))
+            rows.append((f"BackSlash {codec}", stats.stream_bits / n, t_enc, t_dec))
         t_save = mean_seconds(lambda: torch.save(model.state_dict(), raw))
         t_load = mean_seconds(lambda: model.load_state_dict(torch.load(raw)))
-        blob = b"".join(m.weight.detach().numpy().tobytes() for m in model)
-        t_zip = mean_seconds(lambda: zlib.compress(blob, 6), 1)
-        zipped = zlib.compress(blob, 6)
-        t_unzip = mean_seconds(lambda: zlib.decompress(zipped), 1)
-    rows = [
-        ("BackSlash format", stats.bits_per_coded_param, t_enc, t_dec),
-        ("torch.save fp32", 32.0, t_save, t_load),
-        ("zlib-6 on fp32", 8 * len(zipped) / n, t_zip, t_unzip),
-    ]
+        rows.append(("torch.save fp32", 32.0, t_save, t_load))
+        fp32 = b"".join(m.weight.detach().numpy().tobytes() for m in model)
+        ints = b"".join(quantize(m.weight, 1e-3).astype(np.int32).tobytes() for m in model)
+        for label, blob in (("fp32", fp32), ("int32 q", ints)):
+            packed = zlib.compress(blob, 6)
+            t_c = mean_seconds(lambda b=blob: zlib.compress(b, 6), 1)
+            t_d = mean_seconds(lambda z=packed: zlib.decompress(z), 1)
+            rows.append((f"zlib-6 {label}", 8 * len(packed) / n, t_c, t_d))
+            zc, zd = zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
+            packed = zc.compress(blob)
+            t_c = mean_seconds(lambda b=blob, c=zc: c.compress(b), 1)
+            t_d = mean_seconds(lambda z=packed, c=zd: c.decompress(z), 1)
+            rows.append((f"zstd-3 {label}", 8 * len(packed) / n, t_c, t_d))
+    print(f"  order-0 entropy of the quantised weights: {entropy / n:5.2f} bits/weight")
     for name, bits, te, td in rows:
-        speeds = f"write {mb / te:5.0f} MB/s, read {mb / td:5.0f} MB/s"
-        print(f"  {name:<17} {bits:5.2f} bits/weight, {speeds}")
+        speeds = f"write {mb / te:6.0f} MB/s, read {mb / td:6.0f} MB/s"
+        print(
+            f"  {name:<17} {bits:5.2f} bits/weight ({bits * n / entropy:5.3f} x entropy), {speeds}"
+        )
+    eg, rans, save = rows[0], rows[1], rows[2]
     print(
-        f"  ratios: encode / torch.save {t_enc / t_save:.1f}x, decode / torch.load "
-        f"{t_dec / t_load:.1f}x, encode / zlib {t_enc / t_zip:.2f}x"
+        f"  ratios: rans size / entropy {rans[1] * n / entropy:.4f}; read time / torch.load: "
+        f"eg {eg[3] / save[3]:.1f}x, rans {rans[3] / save[3]:.1f}x"
     )
 
     x, y = torch.randn(128, 784), torch.randint(0, 10, (128,))

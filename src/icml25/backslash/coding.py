@@ -25,6 +25,14 @@ CRC before decoding, and names the file and the failing part; a flipped bit anyw
 
 ``load_compressed`` restores a model whose coded weights equal ``dequantize(quantize(w))``
 exactly.
+
+``codec="rans"`` replaces step 3 by an entropy coder: the quantised symbols of each tensor are
+coded with rANS (the maintained ``constriction`` library's ``AnsCoder``, a compiled kernel)
+under that tensor's own order-0 model, the counts of its distinct symbols, which the file
+stores (the values as differences and the counts, zlib-compressed, counted in the size). The coded
+size is then within a fraction of a percent of the empirical order-0 entropy, where
+Exp-Golomb is close to it only for sharply peaked weights. The header says which codec wrote
+the file; both are read, and files written before the option (Exp-Golomb) still load.
 """
 
 from __future__ import annotations
@@ -244,9 +252,10 @@ class CompressionStats:
     raw_params: int
     """Other state (biases, norms, buffers) stored uncompressed."""
     codeword_bits: int
-    """Sum of the Exp-Golomb codeword lengths."""
+    """Bits of the coded symbols: the Exp-Golomb codewords, or the rANS stream."""
     stream_bits: int
-    """Codewords plus block offsets (64 bits per block) plus the last byte's padding."""
+    """The coded symbols plus their side information (Exp-Golomb: 64-bit block offsets and the
+    last byte's padding; rANS: the per-tensor symbol tables)."""
     file_bytes: int
     """The whole file, header and raw tensors included."""
 
@@ -261,6 +270,105 @@ class CompressionStats:
         return self.bits_per_coded_param / 32.0
 
 
+CODECS = ("eg", "rans")
+
+
+def symbol_table(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values of integer symbols ``q`` (sorted), their counts, and each symbol's
+    index among them: one bincount over the value range (a sort where the range is huge)."""
+    q = np.asarray(q, dtype=np.int64).ravel()
+    if q.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int32)
+    lo, hi = int(q.min()), int(q.max())
+    if hi - lo < 1 << 24:
+        counts = np.bincount(q - lo)
+        values = np.flatnonzero(counts)
+        lut = np.zeros(len(counts), dtype=np.int32)
+        lut[values] = np.arange(len(values), dtype=np.int32)
+        return values + lo, counts[values].astype(np.uint32), lut[q - lo]
+    values, index, counts = np.unique(q, return_inverse=True, return_counts=True)
+    return values, counts.astype(np.uint32), index.astype(np.int32)
+
+
+def order0_entropy_bits(counts: np.ndarray) -> float:
+    """``sum_i c_i log2(N / c_i)``: the empirical order-0 entropy of symbols with these
+    counts, in bits (the size no order-0 code of them can beat)."""
+    c = np.asarray(counts, dtype=np.float64)
+    c = c[c > 0]
+    if c.size == 0:
+        return 0.0
+    return float((c * np.log2(c.sum() / c)).sum())
+
+
+def _categorical(counts: np.ndarray) -> Any:
+    """constriction's categorical model for symbols ``0 .. len(counts) - 1`` with these counts
+    (the same float64 probabilities on both sides, so the same fixed-point model)."""
+    import constriction
+
+    p = np.asarray(counts, dtype=np.float64)
+    return constriction.stream.model.Categorical(p / p.sum(), perfect=False)
+
+
+def _pack_tables(tables: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
+    """The symbol tables as one zlib blob: each table's values as differences (mostly 1: the
+    distinct quantised values are nearly contiguous), then all counts."""
+    if not tables:
+        return zlib.compress(b"", 9)
+    steps = np.concatenate([np.diff(v, prepend=np.int64(0)) for v, _ in tables]).astype("<i8")
+    counts = np.concatenate([c for _, c in tables]).astype("<u4")
+    return zlib.compress(steps.tobytes() + counts.tobytes(), 9)
+
+
+def _unpack_tables(blob: bytes, sizes: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    data = zlib.decompress(blob)
+    total = sum(sizes)
+    if len(data) != 12 * total:
+        raise ValueError("corrupt symbol tables: their length does not match the header")
+    steps = np.frombuffer(data[: 8 * total], dtype="<i8").astype(np.int64)
+    counts = np.frombuffer(data[8 * total :], dtype="<u4").astype(np.uint32)
+    out, at = [], 0
+    for k in sizes:
+        out.append((np.cumsum(steps[at : at + k]), counts[at : at + k]))
+        at += k
+    return out
+
+
+def rans_encode(
+    tensors: list[np.ndarray],
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Code each tensor's integer symbols under its own order-0 model into one rANS stream.
+    Returns the stream (``uint32`` words) and each tensor's ``(values, counts)``."""
+    import constriction
+
+    tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [symbol_table(q) for q in tensors]
+    coder = constriction.stream.stack.AnsCoder()
+    for values, counts, index in reversed(tables):  # a stack: the first tensor is read first
+        if len(values) > 1:  # one distinct value costs no bits
+            coder.encode_reverse(index, _categorical(counts))
+    words = np.asarray(coder.get_compressed(), dtype=np.uint32)
+    return words, [(v, c) for v, c, _ in tables]
+
+
+def rans_decode(words: np.ndarray, tables: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Each tensor's symbols from :func:`rans_encode`'s stream and tables ``(values, counts)``:
+    ``values[index]`` for the decoded indices, so ``values`` may be the integers or anything
+    they map to (their dequantised floats); a corrupt stream raises ``ValueError``."""
+    import constriction
+
+    coder = constriction.stream.stack.AnsCoder(np.ascontiguousarray(words, dtype=np.uint32))
+    out = []
+    for values, counts in tables:
+        n = int(counts.sum())
+        if len(values) > 1:
+            index = coder.decode(_categorical(counts), n)
+            out.append(values[index])
+        else:
+            out.append(np.full(n, values[0] if len(values) else 0, dtype=values.dtype))
+    if not coder.is_empty():
+        raise ValueError("corrupt stream: rANS data left over after the last tensor")
+    return out
+
+
 def _coded_names(model: nn.Module, coded: Any) -> list[str]:
     if coded is None:
         return [n for n, _ in default_rate_params(model)]
@@ -273,13 +381,18 @@ def _coded_names(model: nn.Module, coded: Any) -> list[str]:
 
 
 def save_compressed(
-    model: nn.Module, path: str | Path, delta: float, *, coded: Any = None
+    model: nn.Module, path: str | Path, delta: float, *, coded: Any = None, codec: str = "eg"
 ) -> CompressionStats:
     """Write ``model``'s state to ``path``: the weights named in ``coded`` (default: every
-    Linear/Embedding weight) quantised with ``delta`` and Exp-Golomb coded, the rest raw."""
+    Linear/Embedding weight) quantised with ``delta`` and entropy coded, the rest raw.
+    ``codec="eg"`` (default): order-0 Exp-Golomb codewords, no model stored; ``"rans"``: rANS
+    under each tensor's own symbol counts (stored), within a fraction of a percent of the
+    order-0 entropy (see the module docstring)."""
     delta = _check_delta(delta)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if codec not in CODECS:
+        raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
     state = model.state_dict()
     names = _coded_names(model, coded)
     # a tensor shared under several names (tied embeddings) is stored once: later names are
@@ -294,14 +407,25 @@ def save_compressed(
         else:
             first.setdefault(key, name)
     names = [n for n in names if n not in tied]
-    # one uint64 array of codes, filled tensor by tensor (no list of int64 copies beside it)
-    u = np.empty(sum(state[n].numel() for n in names), dtype=np.uint64)
-    at = 0
-    for n in names:
-        k = state[n].numel()
-        u[at : at + k] = zigzag(quantize(state[n], delta).ravel())
-        at += k
-    stream, offsets, total_bits, block = eg_encode(u)
+    count = sum(state[n].numel() for n in names)
+    tables_meta: list[int] = []
+    if codec == "rans":
+        words, tables = rans_encode([quantize(state[n], delta).ravel() for n in names])
+        prefix = _pack_tables(tables)
+        tables_meta = [len(v) for v, _ in tables]
+        stream, total_bits, block = words.astype("<u4").tobytes(), 32 * len(words), 0
+        side_bits = 8 * len(prefix)
+    else:
+        # one uint64 array of codes, filled tensor by tensor (no list of int64 copies beside it)
+        u = np.empty(count, dtype=np.uint64)
+        at = 0
+        for n in names:
+            k = state[n].numel()
+            u[at : at + k] = zigzag(quantize(state[n], delta).ravel())
+            at += k
+        stream, offsets, total_bits, block = eg_encode(u)
+        prefix = offsets.astype("<u8").tobytes()
+        side_bits = 64 * len(offsets)
     raw_parts: list[bytes] = []
     raw_meta: list[dict[str, Any]] = []
     at = 0
@@ -315,12 +439,15 @@ def save_compressed(
         )
         raw_parts.append(buf)
         at += len(buf)
-    body = offsets.astype("<u8").tobytes() + stream + b"".join(raw_parts)
+    body = prefix + stream + b"".join(raw_parts)
     header = {
         "version": 2,
+        "codec": codec,
         "delta": delta,
         "block": block,
-        "count": len(u),
+        "tables": tables_meta,
+        "table_bytes": len(prefix) if codec == "rans" else 0,
+        "count": count,
         "total_bits": total_bits,
         "coded": [
             {"name": n, "shape": list(state[n].shape), "dtype": str(state[n].dtype)} for n in names
@@ -340,10 +467,10 @@ def save_compressed(
     out.write(body)
     Path(path).write_bytes(out.getvalue())
     return CompressionStats(
-        coded_params=len(u),
+        coded_params=count,
         raw_params=sum(math.prod(m["shape"]) for m in raw_meta),
         codeword_bits=total_bits,
-        stream_bits=8 * len(stream) + 64 * len(offsets),
+        stream_bits=8 * len(stream) + side_bits,
         file_bytes=out.tell(),
     )
 
@@ -392,13 +519,33 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
     raw = Path(path).read_bytes()
     header, at = _read_checked(raw, path)
     count, block = int(header["count"]), int(header["block"])
-    nblocks = -(-count // block) if count else 0
-    offsets = np.frombuffer(raw[at : at + 8 * nblocks], dtype="<u8").astype(np.uint64)
-    at += 8 * nblocks
-    stream = raw[at : at + header["stream_bytes"]]
-    at += header["stream_bytes"]
-    q = unzigzag(eg_decode(stream, offsets, count, block, header["total_bits"]))
-    values = dequantize(q, header["delta"])
+    codec = header.get("codec", "eg")  # files written before the option are Exp-Golomb
+    if codec == "rans":
+        tables = _unpack_tables(raw[at : at + header["table_bytes"]], header["tables"])
+        side_bits = 8 * header["table_bytes"]
+        at += header["table_bytes"]
+        stream = raw[at : at + header["stream_bytes"]]
+        at += header["stream_bytes"]
+        # dequantise each table (a few hundred values), then gather: the same float32 values
+        # as dequantize(q) elementwise, without an int64 and a float64 copy of every weight
+        steps = [(dequantize(v, header["delta"]), c) for v, c in tables]
+        parts = rans_decode(np.frombuffer(stream, dtype="<u4"), steps)
+        values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        if len(values) != count:
+            raise ValueError(
+                f"{path} is corrupt: {len(values)} symbols decoded, header says {count}"
+            )
+    elif codec == "eg":
+        nblocks = -(-count // block) if count else 0
+        offsets = np.frombuffer(raw[at : at + 8 * nblocks], dtype="<u8").astype(np.uint64)
+        at += 8 * nblocks
+        side_bits = 64 * nblocks
+        stream = raw[at : at + header["stream_bytes"]]
+        at += header["stream_bytes"]
+        q = unzigzag(eg_decode(stream, offsets, count, block, header["total_bits"]))
+        values = dequantize(q, header["delta"])
+    else:
+        raise ValueError(f"{path} uses codec {codec!r}, which this icml25 cannot read")
     state = model.state_dict()
     new: dict[str, torch.Tensor] = {}
     i = 0
@@ -426,7 +573,7 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
         coded_params=count,
         raw_params=sum(int(np.prod(m["shape"])) for m in header["raw"]),
         codeword_bits=int(header["total_bits"]),
-        stream_bits=8 * len(stream) + 64 * nblocks,
+        stream_bits=8 * len(stream) + side_bits,
         file_bytes=len(raw),
     )
 
