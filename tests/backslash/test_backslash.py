@@ -507,3 +507,22 @@ def test_symbol_table_by_bincount_equals_numpy_unique():
 def test_an_unknown_codec_is_refused(tmp_path):
     with pytest.raises(ValueError, match="codec must be one of"):
         save_compressed(Net(), tmp_path / "x.bs", 0.01, codec="zip")
+
+
+def test_a_cnn_is_constrained_and_coded_by_default(tmp_path):
+    """Convolutions count as weights (issue 56): BackSlash trains a CNN without params=, and
+    its file codes the conv kernels; a model with no weight layer gets an error naming params=."""
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    names = [n for n, _ in default_rate_params(cnn)]
+    assert names == ["0.weight", "3.weight"]
+    opt = torch.optim.SGD(cnn.parameters(), lr=0.1)
+    bs = BackSlash(cnn, lam=10.0).attach(opt)
+    assert bs.n_params == 4 * 9 + 3 * 144
+    x, y = torch.randn(8, 1, 8, 8), torch.randint(0, 3, (8,))
+    nn.functional.cross_entropy(cnn(x), y).backward()
+    opt.step()
+    stats = save_compressed(cnn, tmp_path / "cnn.bs", 0.01)
+    assert stats.coded_params == bs.n_params
+    with pytest.raises(ValueError, match=r"params=\["):
+        BackSlash(nn.Sequential(nn.ReLU(), nn.LayerNorm(3)), lam=1.0)

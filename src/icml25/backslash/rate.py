@@ -259,14 +259,17 @@ def _prox_smoothed(a: torch.Tensor, t: float, nu: float, eps: float) -> torch.Te
 
 
 def default_rate_params(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
-    """``(name, parameter)`` of the weights of every ``nn.Linear`` and ``nn.Embedding``; a
-    weight shared by several modules (a language model's tied input and output embeddings)
-    is listed once, under its first name, so the rate step and the coder see it once."""
+    """``(name, parameter)`` of the weights of every ``nn.Linear``, ``nn.Embedding`` and
+    convolution (``nn.Conv1d/2d/3d`` and their transposes: the paper's rate term applies to any
+    weights); a weight shared by several modules (a language model's tied input and output
+    embeddings) is listed once, under its first name, so the rate step and the coder see it
+    once. Biases and normalisation parameters are left out; pass ``params=`` to choose."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     out, seen = [], set()
     for mod_name, mod in model.named_modules():
-        if isinstance(mod, (nn.Linear, nn.Embedding)) and id(mod.weight) not in seen:
+        weighted = isinstance(mod, (nn.Linear, nn.Embedding, nn.modules.conv._ConvNd))
+        if weighted and isinstance(mod.weight, torch.Tensor) and id(mod.weight) not in seen:
             seen.add(id(mod.weight))  # a tied weight (lm_head = embeddings) counts once
             name = f"{mod_name}.weight" if mod_name else "weight"
             out.append((name, mod.weight))
@@ -348,7 +351,10 @@ class BackSlash:
         )
         chosen = list({id(p): p for p in chosen}.values())  # a tied tensor takes one step
         if not chosen:
-            raise ValueError("no parameters to constrain (the model has no Linear/Embedding)")
+            raise ValueError(
+                "no parameters to constrain: the model has no Linear, Embedding or convolution "
+                "layer; pass the tensors to constrain as params=[...]"
+            )
         self.params = chosen
         self.lam, self.nu, self.reduction = float(lam), nu, reduction
         self.nu_bounds, self.nu_every = (float(lo), float(hi)), nu_every
