@@ -89,7 +89,6 @@ NOT_YET_AUDITED = {
     "backslash",
     "cca_attention",
     "compositional",
-    "constrained_clustering",
     "drift_calibration",
     "enzyme_rag",
     "equilibrium_planner",
@@ -100,10 +99,8 @@ NOT_YET_AUDITED = {
     "maple",
     "mirror_flow",
     "orcaloca",
-    "pan_privacy",
     "pfl_tradeoff",
     "pointwise_info",
-    "signsgd_risk",
     "soup_of_experts",
 }
 
