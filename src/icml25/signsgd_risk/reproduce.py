@@ -458,8 +458,8 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         err = {k: float(np.max(np.abs(phis[k][0, si] / phis[k][1, si] - 1))) for k in phis}
         out["effective_lr_formula"].append(err["gaussian"])
         meas, _, risk = phis["gaussian"][:, si]
-        frozen = phi(float(risk[0]), gauss)
-        out[null_key("effective_lr_formula")].append(float(np.max(np.abs(meas / frozen - 1))))
+        phi0 = phi(float(risk[0]), gauss)
+        out[null_key("effective_lr_formula")].append(float(np.max(np.abs(meas / phi0 - 1))))
         out["noise_compression"].append(max(err["cauchy"], err["student"]))
         noiseless = [
             float(np.max(np.abs(phis[k][0, si] / [phi(P) for P in phis[k][2, si]] - 1)))
