@@ -315,7 +315,8 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
 
     def rr_error(rows: np.ndarray) -> float:  # rows: (bit, truth) per device
         b, t = rows[:, 0], rows[:, 1]
-        return abs(float(b[t == 1].mean() / b[t == 0].mean()) / math.exp(EPSILON) - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample without a 1: inf
+            return abs(float(b[t == 1].mean() / b[t == 0].mean()) / math.exp(EPSILON) - 1)
 
     res["rr_ratio"] = Measurement.bootstrap([np.stack([bits, truth], 1)], statistic=rr_error)
     null_rows = np.stack([np.concatenate(null_bits), np.concatenate(null_truth)], 1)
