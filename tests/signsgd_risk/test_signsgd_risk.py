@@ -331,9 +331,9 @@ def test_bad_inputs_get_clear_errors():
         simulate(np.diag([1.0, 0.0, 1.0]) + 0.0, z, z)
     with pytest.raises(ValueError, match=r"theta0 must have shape \(3,\)"):
         risk_ode(np.ones(d), np.zeros(4), z)
-    with pytest.raises(ValueError, match="lr must be a positive"):
+    with pytest.raises(ValueError, match="lr must be a finite number > 0"):
         simulate(np.ones(d), z, z, lr=-0.1)
-    with pytest.raises(ValueError, match="lr\\(t\\) must be finite"):
+    with pytest.raises(ValueError, match="lr\\(t\\) must return a finite number"):
         risk_ode(np.ones(d), z, np.ones(d), lr=lambda t: 0.1 - t, t_max=1.0)
     with pytest.raises(ValueError, match="finite variance"):
         risk_ode(np.ones(d), z, z, noise=CauchyNoise(1.0), optimizer="sgd")
@@ -341,7 +341,7 @@ def test_bad_inputs_get_clear_errors():
         risk_ode(np.ones(d), z, z, optimizer="adam")
     with pytest.raises(TypeError, match="noise must be"):
         risk_ode(np.ones(d), z, z, noise="gaussian")
-    with pytest.raises(ValueError, match="gamma must be a positive"):
+    with pytest.raises(ValueError, match="gamma must be a finite number > 0"):
         CauchyNoise(-1.0)
     with pytest.raises(ValueError, match="times must lie"):
         simulate(np.ones(d), z, z, t_max=1.0, times=[0.0, 2.0])

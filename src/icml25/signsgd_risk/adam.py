@@ -52,11 +52,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate
 
+from icml25.core.validate import integer, number
+from icml25.signsgd_risk.checks import real_array, real_number
 from icml25.signsgd_risk.noise import GaussianNoise, LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     LearningRate,
     RiskCurve,
     check_covariance,
+    check_times,
     check_vectors,
     lr_function,
     phi,
@@ -67,7 +70,7 @@ _TAIL = 1e-4  # truncate moving averages where the remaining weight is below thi
 
 
 def _check_betas(beta1: float, beta2: float, *, allow_limit: bool) -> tuple[float, float]:
-    b1, b2 = float(beta1), float(beta2)
+    b1, b2 = real_number("beta1", beta1), real_number("beta2", beta2)
     if not (math.isfinite(b1) and 0.0 <= b1 < 1.0):
         raise ValueError(f"beta1 must lie in [0, 1), got {beta1!r}")
     top_ok = b2 <= 1.0 if allow_limit else b2 < 1.0
@@ -203,13 +206,10 @@ def adam_coefficients(
         )
     if method not in ("auto", "monte_carlo"):
         raise ValueError(f"method must be 'auto' or 'monte_carlo', got {method!r}")
-    if not (isinstance(n_chains, int) and n_chains >= 2):
-        raise ValueError(f"n_chains must be an integer >= 2, got {n_chains!r}")
-    if not (isinstance(window, int) and window >= 1):
-        raise ValueError(f"window must be a positive integer, got {window!r}")
-    if not (isinstance(seed, int) and seed >= 0):
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    risks = np.atleast_1d(np.asarray(risk, dtype=float))
+    n_chains = integer("n_chains", n_chains, low=2)
+    window = integer("window", window, low=1)
+    seed = integer("seed", seed, low=0)
+    risks = np.atleast_1d(real_array("risk", risk))
     if risks.ndim != 1 or risks.size == 0:
         raise ValueError("risk must be a positive number or a non-empty 1-D grid")
     if not np.all(np.isfinite(risks)) or np.any(risks <= 0) or np.any(np.diff(risks) <= 0):
@@ -296,21 +296,15 @@ def adam_ode(
     d = Karr.size
     th0, ths = check_vectors(d, theta0, theta_star)
     eta = lr_function(lr)
-    t_max = float(t_max)
-    if not math.isfinite(t_max) or t_max <= 0:
-        raise ValueError(f"t_max must be a positive finite number, got {t_max!r}")
-    t_eval = np.linspace(0.0, t_max, 201) if times is None else np.asarray(times, dtype=float)
-    if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) < 0):
-        raise ValueError("times must be a non-empty increasing 1-D array")
-    if t_eval[0] < 0 or t_eval[-1] > t_max:
-        raise ValueError(f"times must lie in [0, t_max={t_max}]")
+    rtol = number("rtol", rtol, low=0.0, high=1.0, low_open=True, high_open=True)
+    t_max, t_eval = check_times(t_max, times, 201)
     r0 = th0 - ths
     P0 = 0.5 * float(Karr @ (r0 * r0))
     if risk_grid is None:
         base = P0 if P0 > 0 else 1.0
         grid = np.geomspace(1e-3 * base, 10 * base, 25)
     else:
-        grid = np.asarray(risk_grid, dtype=float)
+        grid = real_array("risk_grid", risk_grid)
     coef = adam_coefficients(
         grid, beta1=beta1, beta2=beta2, noise=noise, method=method, n_chains=n_chains,
         window=window, seed=seed,
@@ -367,9 +361,7 @@ def simulate_adam(
     d = Karr.shape[0]
     th0, ths = check_vectors(d, theta0, theta_star)
     b1, b2 = _check_betas(beta1, beta2, allow_limit=False)
-    eps = float(eps)
-    if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    eps = real_number("eps", eps)
     noise = as_noise(noise)
     eta = lr_function(lr)
     seeds, t_req = check_run(seeds, t_max, times, chunk)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.core.validate import integer
+from icml25.signsgd_risk.checks import positive, real_array, real_number
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     Optimizer,
@@ -30,9 +32,19 @@ from icml25.signsgd_risk.simulate import sign_gradient_moments
 
 
 def _risks(risk: object) -> np.ndarray:
-    arr = np.atleast_1d(np.asarray(risk, dtype=float))
+    arr = np.atleast_1d(real_array("risk", risk))
     if not np.all(arr >= 0):
         raise ValueError("risk must be >= 0 everywhere")
+    return arr
+
+
+def _vector(name: str, value: object, d: int) -> np.ndarray:
+    """A finite vector with one entry per coordinate of K."""
+    arr = real_array(name, value)
+    if arr.shape != (d,):
+        raise ValueError(f"{name} must have shape ({d},) to match K, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} has non-finite entries")
     return arr
 
 
@@ -41,6 +53,7 @@ def effective_learning_rate(
 ) -> np.ndarray:
     """``lr phi(P)`` at each risk value: the learning rate signSGD effectively runs at."""
     noise = as_noise(noise)
+    lr = positive("lr", lr)
     return np.array([lr * phi(P, noise) for P in _risks(risk)])
 
 
@@ -53,6 +66,7 @@ def noise_compression(risk: object, noise: LabelNoise | float | None = None) -> 
 def small_risk_effective_lr(noise: LabelNoise | float | None = None, lr: float = 1.0) -> float:
     """The limit ``lr phi(0) = 2 sqrt(2/pi) lr p_eps(0)``: at small risk signSGD is SGD-like with
     a learning rate set by the noise density at zero only."""
+    lr = positive("lr", lr)
     return lr * 2.0 * math.sqrt(2.0 / math.pi) * as_noise(noise).density_at_zero()
 
 
@@ -79,13 +93,14 @@ def gradient_noise_covariance(
     if check_optimizer(optimizer) == "signsgd":
         return sign_noise_covariance(arr)
     dense = np.diag(arr) if diag else arr
-    return (2.0 * float(risk) + as_noise(noise).second_moment()) * dense
+    P = real_number("risk", risk)
+    return (2.0 * P + as_noise(noise).second_moment()) * dense
 
 
 def decay_exponent(eigenvalues: object, rates: object) -> float:
     """Least-squares slope of ``log rate`` on ``log eigenvalue``: 1/2 for signSGD, 1 for SGD."""
-    lam = np.asarray(eigenvalues, dtype=float)
-    rate = np.asarray(rates, dtype=float)
+    lam = real_array("eigenvalues", eigenvalues)
+    rate = real_array("rates", rates)
     if lam.shape != rate.shape or lam.ndim != 1 or lam.size < 2:
         raise ValueError(
             "eigenvalues and rates must be 1-D of the same length >= 2, got "
@@ -104,20 +119,21 @@ def binned_decay_rates(
     For the coordinates of each bin (sorted by eigenvalue), ``m = <r_t, r_0> / <r_0, r_0>`` is the
     projection of the error on its start; its mean decays as ``exp(-rate t)`` whatever the
     (mean-zero) gradient noise does, so ``rate = -log(m) / t``. Returns ``(bin mean eigenvalue,
-    rate)``; bins whose projection is not positive are dropped.
+    rate)``; bins whose projection is not positive (or whose ``r0`` is zero) are dropped.
     """
-    lam = np.asarray(eigenvalues, dtype=float)
-    a, b = np.asarray(r0, dtype=float), np.asarray(r_t, dtype=float)
+    lam = real_array("eigenvalues", eigenvalues)
+    a, b = real_array("r0", r0), real_array("r_t", r_t)
     if not (lam.shape == a.shape == b.shape and lam.ndim == 1):
         raise ValueError(
             f"eigenvalues, r0, r_t must be 1-D of one shape, got {lam.shape}, {a.shape}, {b.shape}"
         )
-    if not t > 0:
-        raise ValueError(f"t must be > 0, got {t!r}")
+    t = positive("t", t)
+    n_bins = integer("n_bins", n_bins, low=1, high=lam.size)
     order = np.argsort(lam)
     lams, rates = [], []
     for idx in np.array_split(order, n_bins):
-        m = float(b[idx] @ a[idx]) / float(a[idx] @ a[idx])
+        norm = float(a[idx] @ a[idx])
+        m = float(b[idx] @ a[idx]) / norm if norm > 0 else 0.0
         if m > 0:
             lams.append(float(lam[idx].mean()))
             rates.append(-math.log(m) / t)
@@ -130,9 +146,13 @@ def measured_phi(K: object, r: object, mean_sign_gradient: object) -> float:
     ``phi = <g, u> / <u, u>`` with ``u = D^{-1/2} K r`` (the drift direction).
     """
     arr, diag = check_covariance(K)
-    rv = np.asarray(r, dtype=float)
+    rv = _vector("r", r, arr.shape[0])
+    g = _vector("mean_sign_gradient", mean_sign_gradient, arr.shape[0])
     u = np.sqrt(arr) * rv if diag else preconditioned_drift(arr) @ rv
-    return float(np.asarray(mean_sign_gradient, dtype=float) @ u) / float(u @ u)
+    uu = float(u @ u)
+    if uu == 0:
+        raise ValueError("r = 0 (theta = theta*): the drift direction and phi are undefined")
+    return float(g @ u) / uu
 
 
 def reshaping_floor(K_sigma: object, n_samples: int) -> float:
@@ -142,11 +162,10 @@ def reshaping_floor(K_sigma: object, n_samples: int) -> float:
     root-mean-square Frobenius error is ``sqrt(sum_ij (1 - K_sigma_ij^2) / n)``, divided here by
     ``||K_sigma||_F``. The Monte Carlo floor under which no measured gap can fall.
     """
-    Ks = np.asarray(K_sigma, dtype=float)
+    Ks = real_array("K_sigma", K_sigma)
     if Ks.ndim != 2 or Ks.shape[0] != Ks.shape[1] or Ks.size == 0:
         raise ValueError(f"K_sigma must be a non-empty square matrix, got shape {Ks.shape}")
-    if not (isinstance(n_samples, int) and n_samples >= 1):
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    n_samples = integer("n_samples", n_samples, low=1)
     return math.sqrt(float(np.sum(1.0 - Ks**2)) / n_samples) / float(np.linalg.norm(Ks))
 
 
@@ -180,7 +199,7 @@ def reshaping_gaps(
 ) -> ReshapingGaps:
     """Measure the sign-gradient's second moments at ``r = theta - theta*`` against ``K_sigma``."""
     Karr, diag = check_covariance(K)
-    rv = np.asarray(r, dtype=float)
+    rv = _vector("r", r, Karr.shape[0])
     mean, cov = sign_gradient_moments(
         Karr, rv, noise=noise, n_samples=n_samples, rng=rng, covariance=True
     )

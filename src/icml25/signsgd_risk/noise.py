@@ -10,6 +10,7 @@ quadrature; :class:`CustomNoise` takes the compression function directly.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,15 +18,12 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special, stats
 
+from icml25.core.validate import number
+from icml25.signsgd_risk.checks import optional_callable, real_number
+
 
 def _positive(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return v
+    return number(name, value, low=0.0, low_open=True)
 
 
 class LabelNoise:
@@ -59,8 +57,7 @@ class GaussianNoise(LabelNoise):
     std: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.std, (int, float)) and math.isfinite(self.std) and self.std >= 0):
-            raise ValueError(f"std must be a finite number >= 0, got {self.std!r}")
+        object.__setattr__(self, "std", number("std", self.std, low=0.0))
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -89,7 +86,7 @@ class CauchyNoise(LabelNoise):
     gamma: float = 1.0
 
     def __post_init__(self) -> None:
-        _positive("gamma", self.gamma)
+        object.__setattr__(self, "gamma", _positive("gamma", self.gamma))
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -112,9 +109,19 @@ class ScipyNoise(LabelNoise):
     """Any symmetric continuous scipy distribution (frozen), by quadrature of its density."""
 
     def __init__(self, dist: Any, name: str | None = None) -> None:
-        if not (hasattr(dist, "pdf") and hasattr(dist, "rvs")):
+        if not (hasattr(dist, "pdf") and hasattr(dist, "rvs") and hasattr(dist, "dist")):
             raise TypeError(
-                f"dist must be a frozen scipy.stats distribution (with pdf and rvs), got {dist!r}"
+                "dist must be a frozen continuous scipy.stats distribution (with pdf and rvs, "
+                f"e.g. scipy.stats.t(df=3)), got {dist!r}"
+            )
+        q = float(dist.ppf(0.75))
+        if not (
+            abs(float(dist.cdf(0.0)) - 0.5) <= 1e-6
+            and math.isclose(float(dist.pdf(q)), float(dist.pdf(-q)), rel_tol=1e-6, abs_tol=1e-12)
+        ):
+            raise ValueError(
+                f"dist must be symmetric about 0 (label noise of the model), got {dist!r} with "
+                f"P(eps <= 0) = {float(dist.cdf(0.0)):.4g}"
             )
         self.dist = dist
         self.name = name or f"{dist.dist.name}{dist.args}"
@@ -177,13 +184,23 @@ class CustomNoise(LabelNoise):
                 f"exp_moment must be callable a -> E[exp(-a eps^2)], got {exp_moment!r}"
             )
         self._exp_moment = exp_moment
-        self._sampler = sampler
-        self._m2 = float(second_moment)
-        self._p0 = float(density_at_zero)
-        self.name = name
+        self._sampler = optional_callable("sampler", sampler, "(rng, size) -> samples")
+        self._m2 = _optional_moment("second_moment", second_moment)
+        self._p0 = _optional_moment("density_at_zero", density_at_zero)
+        self.name = str(name)
 
     def exp_moment(self, a: float) -> float:
-        return float(self._exp_moment(a))
+        value = self._exp_moment(a)
+        try:
+            out = real_number("exp_moment(a)", value)
+        except ValueError:
+            out = math.nan
+        if not 0.0 <= out <= 1.0:  # E[exp(-a eps^2)] is a probability-like number
+            raise ValueError(
+                f"{self.name}: exp_moment(a) = E[exp(-a eps^2)] must be a number in [0, 1], got "
+                f"{value!r} at a = {a:g}"
+            )
+        return out
 
     def second_moment(self) -> float:
         if math.isnan(self._m2):
@@ -201,13 +218,20 @@ class CustomNoise(LabelNoise):
         return np.asarray(self._sampler(rng, size), dtype=float)
 
 
+def _optional_moment(name: str, value: Any) -> float:
+    """NaN (not given) or a number >= 0, possibly infinite."""
+    if isinstance(value, float) and math.isnan(value):
+        return value
+    return real_number(name, value, allow_inf=True)
+
+
 def as_noise(noise: LabelNoise | float | None) -> LabelNoise:
     """A :class:`LabelNoise`; a number is read as a Gaussian standard deviation, None as 0."""
     if noise is None:
         return GaussianNoise(0.0)
     if isinstance(noise, LabelNoise):
         return noise
-    if isinstance(noise, (int, float)) and not isinstance(noise, bool):
+    if isinstance(noise, numbers.Real) and not isinstance(noise, bool):
         return GaussianNoise(float(noise))
     if hasattr(noise, "pdf") and hasattr(noise, "rvs"):
         return ScipyNoise(noise)

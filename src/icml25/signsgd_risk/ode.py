@@ -22,6 +22,7 @@ package's derivation (see the README for what was checked against the paper and 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -29,6 +30,8 @@ from typing import Literal
 import numpy as np
 from scipy import integrate, linalg, optimize
 
+from icml25.core.validate import number
+from icml25.signsgd_risk.checks import positive, real_array, real_number
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 
 Optimizer = Literal["signsgd", "sgd"]
@@ -43,7 +46,7 @@ def check_covariance(K: object, name: str = "K") -> tuple[np.ndarray, bool]:
     symmetric, positive semi-definite and have a positive diagonal. A 2-D diagonal matrix is
     returned as its diagonal so that it takes the fast path.
     """
-    arr = np.asarray(K, dtype=float)
+    arr = real_array(name, K)
     if arr.ndim == 1:
         if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
             raise ValueError(
@@ -79,7 +82,7 @@ def check_covariance(K: object, name: str = "K") -> tuple[np.ndarray, bool]:
 def check_vectors(d: int, theta0: object, theta_star: object) -> tuple[np.ndarray, np.ndarray]:
     out = []
     for name, v in (("theta0", theta0), ("theta_star", theta_star)):
-        a = np.asarray(v, dtype=float)
+        a = real_array(name, v)
         if a.shape != (d,):
             raise ValueError(f"{name} must have shape ({d},) to match K, got {a.shape}")
         if not np.all(np.isfinite(a)):
@@ -89,26 +92,43 @@ def check_vectors(d: int, theta0: object, theta_star: object) -> tuple[np.ndarra
 
 
 def lr_function(lr: LearningRate) -> Callable[[float], float]:
-    """A learning rate as a function of time ``t = k / d``; checks a constant is positive."""
+    """A learning rate as a function of time ``t = k / d``; checks a constant is positive and a
+    schedule's values (numbers, finite, >= 0) as they are used."""
     if callable(lr):
         schedule = lr
 
         def checked(t: float) -> float:
-            value = float(schedule(t))
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"lr(t) must be finite and >= 0, got {value!r} at t = {t:g}")
-            return value
+            out = schedule(t)
+            try:
+                return real_number("lr(t)", out)
+            except ValueError:
+                raise ValueError(
+                    f"lr(t) must return a finite number >= 0, got {out!r} at t = {t:g}"
+                ) from None
 
         return checked
-    try:
-        value = float(lr)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"lr must be a positive number or a callable t -> lr(t), got {lr!r}"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    if isinstance(lr, (str, bytes)) or not isinstance(lr, numbers.Real | np.ndarray):
+        raise TypeError(f"lr must be a positive number or a callable t -> lr(t), got {lr!r}")
+    value = positive("lr", lr)
     return lambda _t: value
+
+
+def check_times(t_max: object, times: object, default: int) -> tuple[float, np.ndarray]:
+    """``t_max`` (a positive number) and the requested times: an increasing 1-D array in
+    ``[0, t_max]``, by default ``default`` evenly spaced points."""
+    t_end = positive("t_max", t_max)
+    if times is None:
+        return t_end, np.linspace(0.0, t_end, default)
+    t_req = real_array("times", times)
+    if t_req.ndim != 1 or t_req.size == 0 or not np.all(np.isfinite(t_req)):
+        raise ValueError(f"times must be a non-empty finite 1-D array, got shape {t_req.shape}")
+    if np.any(np.diff(t_req) < 0):
+        raise ValueError("times must be increasing")
+    if t_req[0] < 0 or t_req[-1] > t_end:
+        raise ValueError(
+            f"times must lie in [0, t_max={t_end:g}], got [{t_req[0]:g}, {t_req[-1]:g}]"
+        )
+    return t_end, t_req
 
 
 def check_optimizer(optimizer: str) -> Optimizer:
@@ -123,9 +143,7 @@ def phi(risk: float, noise: LabelNoise | float | None = None) -> float:
     At ``P = 0`` the limit ``2 sqrt(2/pi) p_eps(0)`` is returned (infinite without noise).
     """
     noise = as_noise(noise)
-    P = float(risk)
-    if not P >= 0:
-        raise ValueError(f"risk must be >= 0, got {risk!r}")
+    P = real_number("risk", risk, allow_inf=True)
     if P == 0.0:
         return 2.0 * math.sqrt(2.0 / math.pi) * noise.density_at_zero()
     return (2.0 / math.pi) * noise.exp_moment(1.0 / (4.0 * P)) / math.sqrt(2.0 * P)
@@ -224,14 +242,8 @@ def risk_ode(
     eta = lr_function(lr)
     if method not in ("spectral", "matrix"):
         raise ValueError(f"method must be 'spectral' or 'matrix', got {method!r}")
-    t_max = float(t_max)
-    if not math.isfinite(t_max) or t_max <= 0:
-        raise ValueError(f"t_max must be a positive finite number, got {t_max!r}")
-    t_eval = np.linspace(0.0, t_max, 201) if times is None else np.asarray(times, dtype=float)
-    if t_eval.ndim != 1 or t_eval.size == 0 or np.any(np.diff(t_eval) < 0):
-        raise ValueError("times must be a non-empty increasing 1-D array")
-    if t_eval[0] < 0 or t_eval[-1] > t_max:
-        raise ValueError(f"times must lie in [0, t_max={t_max}]")
+    rtol = number("rtol", rtol, low=0.0, high=1.0, low_open=True, high_open=True)
+    t_max, t_eval = check_times(t_max, times, 201)
     m2 = 0.0
     if opt == "sgd":
         m2 = noise.second_moment()
@@ -305,6 +317,8 @@ def stationary_risk(
         raise ValueError(f"d must be a positive integer (or None for K's dimension), got {d!r}")
     d = Karr.shape[0] if d is None else int(d)
     noise = as_noise(noise)
+    if callable(lr):
+        raise TypeError("stationary_risk needs a constant lr (a number), got a schedule")
     eta = lr_function(lr)(0.0)
     opt = check_optimizer(optimizer)
     kdiag = Karr if diag else np.diag(Karr)

@@ -9,6 +9,7 @@ adds ``wd * p`` to the gradient before the sign (like ``torch.optim.SGD``); with
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -49,18 +50,13 @@ class SignSGD(Optimizer):
         decoupled_weight_decay: bool = False,
         maximize: bool = False,
     ) -> None:
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"Invalid learning rate: {lr} (must be a positive finite number)")
-        if not (isinstance(momentum, (int, float)) and 0.0 <= momentum < 1.0):
-            raise ValueError(f"Invalid momentum value: {momentum} (must be in [0, 1))")
-        if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)) or (
-            weight_decay < 0
-        ):
-            raise ValueError(f"Invalid weight_decay value: {weight_decay} (must be >= 0)")
+        lr = _hyper(lr, "learning rate", "a positive finite number", lambda v: v > 0)
+        momentum = _hyper(momentum, "momentum value", "in [0, 1)", lambda v: 0.0 <= v < 1.0)
+        weight_decay = _hyper(weight_decay, "weight_decay value", ">= 0", lambda v: v >= 0)
         defaults = dict(
-            lr=float(lr),
-            momentum=float(momentum),
-            weight_decay=float(weight_decay),
+            lr=lr,
+            momentum=momentum,
+            weight_decay=weight_decay,
             decoupled_weight_decay=bool(decoupled_weight_decay),
             maximize=bool(maximize),
         )
@@ -69,6 +65,11 @@ class SignSGD(Optimizer):
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
         loss = None
+        if closure is not None and not callable(closure):
+            raise TypeError(
+                f"closure must be a callable that re-evaluates the model and returns the loss "
+                f"(or None), got {closure!r}"
+            )
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
@@ -93,3 +94,14 @@ class SignSGD(Optimizer):
                     p.mul_(1 - lr * wd)
                 p.add_(torch.sign(g), alpha=-lr)
         return loss
+
+
+def _hyper(value: Any, what: str, must: str, ok: Callable[[float], bool]) -> float:
+    """A hyper-parameter as a float: a real number (not a bool or a string), finite, with
+    ``ok(value)``; else ``ValueError("Invalid <what>: ...")`` as ``torch.optim`` words it."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
+        value = value.item()
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not (real and math.isfinite(float(value)) and ok(float(value))):
+        raise ValueError(f"Invalid {what}: {value!r} (must be {must})")
+    return float(value)

@@ -9,12 +9,13 @@ operations over ``(seeds, d)``, and samples are drawn in chunks.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.core.validate import integer
+from icml25.signsgd_risk.checks import real_array, seed_tuple
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     LearningRate,
@@ -22,6 +23,7 @@ from icml25.signsgd_risk.ode import (
     RiskCurve,
     check_covariance,
     check_optimizer,
+    check_times,
     check_vectors,
     lr_function,
 )
@@ -60,26 +62,21 @@ def _sampler(K: np.ndarray, diag: bool) -> Callable[[np.ndarray], np.ndarray]:
     return lambda xi: xi @ root
 
 
+def as_generator(rng: object) -> np.random.Generator:
+    """A ``numpy.random.Generator``, or one seeded by a non-negative integer."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(integer("rng", rng, low=0))
+
+
 def check_run(
     seeds: Sequence[int], t_max: float, times: object, chunk: int
 ) -> tuple[tuple[int, ...], np.ndarray]:
     """The seeds and the requested times of a simulation, after checking them and ``chunk``."""
-    seeds = tuple(int(s) for s in seeds)
-    if not seeds or any(s < 0 for s in seeds):
-        raise ValueError(
-            f"seeds must be a non-empty sequence of non-negative integers, got {seeds}"
-        )
-    t_max = float(t_max)
-    if not math.isfinite(t_max) or t_max <= 0:
-        raise ValueError(f"t_max must be a positive finite number, got {t_max!r}")
-    t_req = np.linspace(0.0, t_max, 101) if times is None else np.asarray(times, dtype=float)
-    if t_req.ndim != 1 or t_req.size == 0 or np.any(np.diff(t_req) < 0):
-        raise ValueError("times must be a non-empty increasing 1-D array")
-    if t_req[0] < 0 or t_req[-1] > t_max:
-        raise ValueError(f"times must lie in [0, t_max={t_max}]")
-    if not (isinstance(chunk, int) and chunk > 0):
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    return seeds, t_req
+    seed_list = seed_tuple("seeds", seeds)
+    _, t_req = check_times(t_max, times, 101)
+    integer("chunk", chunk, low=1)
+    return seed_list, t_req
 
 
 def simulate(
@@ -167,15 +164,15 @@ def sign_gradient_moments(
     """
     Karr, diag = check_covariance(K)
     d = Karr.shape[0]
-    rv = np.asarray(r, dtype=float)
+    rv = real_array("r", r)
     if rv.shape != (d,):
         raise ValueError(f"r must have shape ({d},) to match K, got {rv.shape}")
-    if not (isinstance(n_samples, int) and n_samples >= 2):
-        raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if not (isinstance(chunk, int) and chunk > 0):
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    if not np.all(np.isfinite(rv)):
+        raise ValueError("r has non-finite entries")
+    n_samples = integer("n_samples", n_samples, low=2)
+    chunk = integer("chunk", chunk, low=1)
     noise = as_noise(noise)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    gen = as_generator(rng)
     draw = _sampler(Karr, diag)
     total = np.zeros(d)
     second = np.zeros((d, d)) if covariance else None

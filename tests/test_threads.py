@@ -1,0 +1,128 @@
+"""A reproduction's results do not depend on the thread count (issue 57, item 2).
+
+``--jobs 2`` runs each method with one thread per worker, a serial run with all of them: both
+must give the same verdicts. Each method below runs its tiny budget in a fresh process with 1 and
+with 2 BLAS/OpenMP/torch threads (set before NumPy loads, and checked there with threadpoolctl).
+The verdicts must agree (claim, null arm, gate), and so must the numbers up to rounding, except
+the measurements that read a clock.
+
+A method joins ``METHODS`` once its tiny budget has been checked this way. Before
+constrained_clustering built its digits kNN graph with a k-d tree, ``real_data_gain`` was 0.157
+with one thread and 0.0 with two (exact distance ties resolved by a threaded matrix product):
+this test failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import icml25
+
+# slug -> ids of the claims whose measurements are wall-clock timings (they differ between any
+# two runs, so only their verdicts are compared).
+METHODS: dict[str, frozenset[str]] = {
+    # signed_speedup*: ratios of timed eigensolves.
+    "constrained_clustering": frozenset({"signed_speedup", "signed_speedup_vs_best_cc"}),
+    # Simulations branch on signs, so a rounding difference could move a path.
+    "signsgd_risk": frozenset(),
+    # Pure-Python cryptography (no BLAS): guards the numeric summaries and future vectorisation.
+    "pan_privacy": frozenset(),
+}
+
+RUN = """
+import json, sys
+from pathlib import Path
+import numpy, torch, threadpoolctl
+torch.set_num_threads(int(sys.argv[2]))
+from icml25.core.runner import run_method
+from icml25.methods import load_all
+entry = run_method(load_all()[sys.argv[1]], budget="tiny", seeds=[0], out_dir=Path(sys.argv[3]))
+pools = {p["internal_api"]: p["num_threads"] for p in threadpoolctl.threadpool_info()}
+print(json.dumps({"claims": entry["claims"], "error": entry["error"], "pools": pools}))
+"""
+
+
+def tiny_run(slug: str, threads: int, out: Path) -> dict[str, Any]:
+    """The tiny reproduction's entry, run in a fresh process with ``threads`` threads."""
+    src = str(Path(icml25.__file__).parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN, slug, str(threads), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["error"] is None, result["error"]
+    assert set(result["pools"].values()) == {threads}, result["pools"]
+    return result
+
+
+def values(measurement: dict[str, Any] | None) -> np.ndarray:
+    return np.array([float(v) for v in (measurement or {}).get("values", [])])
+
+
+def assert_same_results(a: dict[str, Any], b: dict[str, Any], timings: frozenset[str]) -> None:
+    """Same verdicts (claim, null arm, gate); same measured values where no clock enters."""
+    assert [c["id"] for c in a["claims"]] == [c["id"] for c in b["claims"]]
+    for ca, cb in zip(a["claims"], b["claims"], strict=True):
+        cid = ca["id"]
+        assert (ca["verdict"], ca["rule_verdict"]) == (cb["verdict"], cb["rule_verdict"]), cid
+        pairs = [(ca["measured"], cb["measured"])]
+        if ca.get("null") and "arm" in ca["null"]:
+            assert ca["null"]["verdict"] == cb["null"]["verdict"], cid
+            pairs.append((ca["null"]["measured"], cb["null"]["measured"]))
+        if ca.get("gate"):
+            assert ca["gate"]["passed"] == cb["gate"]["passed"], cid
+            pairs.append((ca["gate"]["measured"], cb["gate"]["measured"]))
+        if cid in timings:
+            continue
+        for ma, mb in pairs:
+            np.testing.assert_allclose(values(ma), values(mb), rtol=1e-6, atol=1e-9, err_msg=cid)
+
+
+def test_every_listed_method_is_registered() -> None:
+    from icml25.methods import load_all
+
+    assert set(METHODS) <= set(load_all())
+
+
+def test_the_comparison_can_fail() -> None:
+    """A changed verdict or a value moved beyond rounding is caught; a clock is not compared."""
+    claim = {
+        "id": "c",
+        "verdict": "reproduced",
+        "rule_verdict": "reproduced",
+        "measured": {"values": [0.157]},
+        "null": {"arm": "x", "verdict": "not reproduced", "measured": {"values": [0.0]}},
+        "gate": {"passed": True, "measured": {"values": [1.0]}},
+    }
+    run = {"claims": [claim]}
+    assert_same_results(run, json.loads(json.dumps(run)), frozenset())
+    moved = json.loads(json.dumps(run))
+    moved["claims"][0]["measured"]["values"] = [0.0]
+    with pytest.raises(AssertionError):
+        assert_same_results(run, moved, frozenset())
+    assert_same_results(run, moved, frozenset({"c"}))  # a timing: values not compared
+    flipped = json.loads(json.dumps(run))
+    flipped["claims"][0]["null"]["verdict"] = "partial"
+    with pytest.raises(AssertionError):
+        assert_same_results(run, flipped, frozenset({"c"}))
+
+
+@pytest.mark.parametrize("slug", sorted(METHODS))
+def test_tiny_reproduction_is_the_same_with_one_and_two_threads(slug: str, tmp_path: Path) -> None:
+    one = tiny_run(slug, 1, tmp_path / "one")
+    two = tiny_run(slug, 2, tmp_path / "two")
+    assert_same_results(one, two, METHODS[slug])
