@@ -102,3 +102,29 @@ def test_run_seeds_extends_the_given_seeds() -> None:
     assert R.run_seeds(ctx, 1) == [0]
     ctx = RunContext(budget="full", seeds=(7,), out_dir=Path("."))
     assert R.run_seeds(ctx, 3) == [7, 8, 9]
+
+
+def test_seeds_are_checkpointed_and_reused_only_for_the_same_budget(monkeypatch, tmp_path):
+    from icml25.core.runner import RunContext
+
+    calls = []
+
+    def fake(name):
+        def run(b, seed):
+            calls.append((name, seed))
+            return {"seed": seed, "name": name}
+
+        return run
+
+    for name in ("run_location", "run_logistic", "run_bnn"):
+        monkeypatch.setattr(R, name, fake(name))
+    ctx = RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
+    first = R.run_seed(ctx, 3, with_bnn=True)
+    assert len(calls) == 3 and first["bnn"]["seed"] == 3
+    again = R.run_seed(ctx, 3, with_bnn=True)
+    assert len(calls) == 3 and again == first  # reused
+    R.run_seed(ctx, 3, with_bnn=False)  # another key: recomputed
+    assert len(calls) == 5
+    monkeypatch.setattr(R, "CHECKPOINT_VERSION", R.CHECKPOINT_VERSION + 1)
+    R.run_seed(ctx, 3, with_bnn=False)
+    assert len(calls) == 7

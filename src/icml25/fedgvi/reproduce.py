@@ -995,26 +995,58 @@ def _bnn_measurements(bnn: list[dict[str, Any]], n_boot: int = 1000) -> dict[str
     return out
 
 
+CHECKPOINT_VERSION = 1
+"""Bump when the experiments' code changes what a seed's raw results hold or mean."""
+
+
+def run_seed(ctx: RunContext, seed: int, with_bnn: bool) -> dict[str, Any]:
+    """One seed's raw results of (A), (B) and (optionally) (C), checkpointed in
+    ``<out>/fedgvi/checkpoints/`` (the full budget takes ~5 minutes of CPU a seed): an
+    interrupted run resumes per seed, and seeds may be computed in other processes
+    (``benchmarks/fedgvi_seeds.py``). A checkpoint is reused only for the same budget, seed
+    and :data:`CHECKPOINT_VERSION`."""
+    import pickle
+
+    b = BUDGETS[ctx.budget]
+    key = (CHECKPOINT_VERSION, repr(b), seed, with_bnn)
+    path = ctx.out_dir / "checkpoints" / f"{ctx.budget}-seed{seed}.pkl"
+    if path.exists():
+        saved = pickle.loads(path.read_bytes())
+        if saved.get("key") == key:
+            ctx.progress(f"seed {seed}: reusing {path}")
+            return dict(saved["result"])
+    ctx.progress(
+        f"location model seed {seed}: {b.location_reps} data sets x "
+        f"{len(b.location_eps)} contaminations x {len(PRIORS)} priors, methods and null arms"
+    )
+    out: dict[str, Any] = {"loc": run_location(b, seed)}
+    ctx.progress(f"logistic regression seed {seed}: breast cancer, 3 clients")
+    out["lr"] = run_logistic(b, seed)
+    if with_bnn:
+        ctx.progress(
+            f"BNN seed {seed}: 3 clients x {b.bnn_train} images, {BNN_FLIP:.0%} flipped "
+            f"labels, {b.bnn_rounds} rounds"
+        )
+        out["bnn"] = run_bnn(b, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps({"key": key, "result": out}))
+    tmp.replace(path)
+    return out
+
+
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
     loc: list[dict[str, Any]] = []
     lr: list[dict[str, Any]] = []
     bnn: list[dict[str, Any]] = []
     seeds = run_seeds(ctx, b.seeds)
-    for seed in seeds:
-        ctx.progress(
-            f"location model seed {seed}: {b.location_reps} data sets x "
-            f"{len(b.location_eps)} contaminations x {len(PRIORS)} priors, methods and null arms"
-        )
-        loc.append(run_location(b, seed))
-        ctx.progress(f"logistic regression seed {seed}: breast cancer, 3 clients")
-        lr.append(run_logistic(b, seed))
-        if len(bnn) < b.bnn_seeds:
-            ctx.progress(
-                f"BNN seed {seed}: 3 clients x {b.bnn_train} images, {BNN_FLIP:.0%} flipped "
-                f"labels, {b.bnn_rounds} rounds"
-            )
-            bnn.append(run_bnn(b, seed))
+    for i, seed in enumerate(seeds):
+        r = run_seed(ctx, seed, with_bnn=i < b.bnn_seeds)
+        loc.append(r["loc"])
+        lr.append(r["lr"])
+        if "bnn" in r:
+            bnn.append(r["bnn"])
     out = {
         **_location_measurements(loc, b.n_boot),
         **_lr_measurements(lr, b.n_boot),
