@@ -87,12 +87,10 @@ def test_test_files_have_unique_basenames():
 NOT_YET_AUDITED = {
     "enzyme_rag",
     "equilibrium_planner",
-    "fedgvi",
     "it3",
     "llmscan",
     "maple",
     "orcaloca",
-    "pfl_tradeoff",
     "pointwise_info",
 }
 

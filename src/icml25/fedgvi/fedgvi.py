@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from icml25.core import validate as V
+from icml25.fedgvi import checks as C
 from icml25.fedgvi.gaussian import NatGaussian, alpha_renyi, kl, reverse_kl, weighted_kl
 from icml25.fedgvi.losses import NLL, IMQScoreMatching
 from icml25.fedgvi.models import GaussianLocation
@@ -117,16 +118,11 @@ class LocalOptimizer:
     def __post_init__(self) -> None:
         if self.method not in ("auto", "lbfgs", "adam"):
             raise ValueError(f"method must be 'auto', 'lbfgs' or 'adam', got {self.method!r}")
-        for name in ("steps", "samples", "lbfgs_iter"):
-            if not (isinstance(getattr(self, name), int) and getattr(self, name) > 0):
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        V.positive("lr", self.lr)
-        if self.batch_size is not None and not (
-            isinstance(self.batch_size, int) and self.batch_size > 0
-        ):
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if self.patience is not None and not (isinstance(self.patience, int) and self.patience > 0):
-            raise ValueError(f"patience must be a positive integer, got {self.patience!r}")
+        for name in ("steps", "samples", "lbfgs_iter", "batch_size", "patience"):
+            value = getattr(self, name)
+            if value is not None or name in ("steps", "samples", "lbfgs_iter"):
+                object.__setattr__(self, name, C.positive_integer(name, value))
+        object.__setattr__(self, "lr", V.positive("lr", self.lr))
         if self.mc not in ("mean", "sum"):
             raise ValueError(f"mc must be 'mean' or 'sum', got {self.mc!r}")
 
@@ -360,20 +356,13 @@ def _draw(samples: int, d: int, generator: torch.Generator | None) -> Tensor:
 def check_model(model: Any, dim: int | None = None) -> Any:
     """``model`` if it is a FedGVI data model (``log_lik``, ``dim``, ``n``, ``take``) whose
     parameter dimension is ``dim``."""
-    if not all(hasattr(model, a) for a in ("log_lik", "dim", "n", "take")):
-        raise TypeError(
-            "model must be a FedGVI data model (GaussianLocation, LogisticRegression, "
-            f"MLPClassifier, or one with log_lik, dim, n and take), got {type(model).__name__}"
-        )
-    if dim is not None and model.dim != dim:
-        raise ValueError(
-            f"the model's parameter dimension is {model.dim}, the Gaussian's dimension {dim}"
-        )
-    return model
+    return C.model(model, dim)
 
 
 def conjugate_update(model: Any, loss: Any, cavity: NatGaussian) -> NatGaussian | None:
     """``q_m`` in closed form when (model, loss) is conjugate under the KL, else ``None``."""
+    C.gaussian("cavity", cavity)
+    C.loss("loss", loss)
     check_model(model, cavity.dim)
     if not isinstance(model, GaussianLocation):
         return None
@@ -408,10 +397,19 @@ def local_posterior(
     events: Counter[str] | None = None,
 ) -> NatGaussian:
     """``argmin_q E_q[sum_i loss] + D(q || cavity)`` over Gaussians of the cavity's kind."""
+    C.gaussian("cavity", cavity)
     check_model(model, cavity.dim)
-    loss = loss.bind(cavity.mean)
+    C.loss("loss", loss)
+    C.divergence("divergence", divergence)
+    C.optimizer("optimizer", optimizer)
+    C.generator("generator", generator)
+    if start is not None:
+        C.same_space("start", start, cavity, "the cavity")
+        if not start.is_proper():
+            raise ValueError("start must be a proper Gaussian (positive precision)")
     if conjugate not in ("auto", True, False):
         raise ValueError(f"conjugate must be 'auto', True or False, got {conjugate!r}")
+    loss = loss.bind(cavity.mean)
     if conjugate is not False and isinstance(divergence, KL):
         exact = conjugate_update(model, loss, cavity)
         if exact is not None:
@@ -488,11 +486,13 @@ def client_step(
 ) -> ClientUpdate:
     """One FedGVI client step from the global ``q`` and the client's factor ``t_m``.
     ``start`` is where a non-conjugate optimisation begins (default: ``q``)."""
-    if not 0 < damping <= 1:
-        raise ValueError(f"damping must lie in (0, 1], got {damping}")
+    damping = C.damping(damping)
+    C.gaussian("q", q)
     check_model(model, q.dim)
-    if factor.dim != q.dim:
-        raise ValueError(f"factor has dimension {factor.dim}, q has dimension {q.dim}")
+    C.same_space("factor", factor, q, "q")
+    C.loss("loss", loss)
+    C.divergence("divergence", divergence)
+    clip_factors = C.flag("clip_factors", clip_factors)
     events: Counter[str] = Counter()
     cavity = q / factor
     cavity, low = cavity.clip_precision(PRECISION_FLOOR)
@@ -528,13 +528,21 @@ def server_step(
     """``argmin_q E_q[-sum_m log t_m] + D_s(q || prior)``; the product for the KL.
     The expectation is closed form, so it is always solved by L-BFGS (``optimizer`` gives the
     iteration limit, and Adam's steps and rate if L-BFGS must back off an AR bound)."""
-    if len(factors) == 0:
+    C.gaussian("prior", prior)
+    if isinstance(factors, Sequence) and not isinstance(factors, (str, bytes)) and not factors:
         raise ValueError("factors must hold at least one client factor")
+    factors = C.items("factors", factors, NatGaussian, "NatGaussian factors")
     if any(f.dim != prior.dim for f in factors):
         raise ValueError(
             f"every factor must have the prior's dimension {prior.dim}, got "
             f"{[f.dim for f in factors]}"
         )
+    for i, f in enumerate(factors):
+        C.same_space(f"factors[{i}]", f, prior, "the prior")
+    C.divergence("divergence", divergence)
+    C.optimizer("optimizer", optimizer)
+    if start is not None:
+        C.same_space("start", start, prior, "the prior")
     total = factors[0]
     for f in factors[1:]:
         total = total * f
@@ -579,8 +587,9 @@ class Client:
 
     def __post_init__(self) -> None:
         check_model(self.model)
-        if not 0 < self.damping <= 1:
-            raise ValueError(f"damping must lie in (0, 1], got {self.damping}")
+        C.loss("loss", self.loss)
+        C.divergence("divergence", self.divergence)
+        object.__setattr__(self, "damping", C.damping(self.damping))
 
     def step(self, q: NatGaussian, factor: NatGaussian, **kw: Any) -> ClientUpdate:
         """:func:`client_step` with this client's model, loss, divergence and damping."""
@@ -647,12 +656,28 @@ def fedgvi(
     Stops early once the global mean moves by at most ``tol``. ``init`` is where the first
     round's local optimisations start (e.g. random means and small variances for a BNN,
     whose prior is too broad a starting point); later rounds start from ``q``."""
+    C.gaussian("prior", prior)
     if not prior.is_proper():
         raise ValueError("the prior must be a proper Gaussian")
-    if not clients:
+    if isinstance(clients, Sequence) and not isinstance(clients, (str, bytes)) and not clients:
         raise ValueError("clients must not be empty")
-    if not (isinstance(rounds, int) and rounds >= 1):
-        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    clients = C.items("clients", clients, Client, "Client objects (Client(model, loss, ...))")
+    for c in clients:
+        check_model(c.model, prior.dim)
+    rounds = C.positive_integer("rounds", rounds)
+    C.divergence("server_divergence", server_divergence)
+    C.optimizer("optimizer", optimizer)
+    if conjugate not in ("auto", True, False):
+        raise ValueError(f"conjugate must be 'auto', True or False, got {conjugate!r}")
+    clip_factors = C.flag("clip_factors", clip_factors)
+    seed = C.seed(seed)
+    if tol is not None:
+        tol = V.number("tol", tol, low=0.0)
+    C.function("progress", progress)
+    if init is not None:
+        C.same_space("init", init, prior, "the prior")
+        if not init.is_proper():
+            raise ValueError("init must be a proper Gaussian (positive precision)")
     generator = torch.Generator().manual_seed(seed)
     factors = [NatGaussian.flat(prior.dim, prior.full) for _ in clients]
     q, history, events = prior, [prior], Counter[str]()
@@ -693,13 +718,16 @@ def gvi(
 ) -> NatGaussian:
     """Generalised variational inference, ``argmin_q E_q[sum loss] + D(q || prior)``: FedGVI
     with one client and one round."""
-    generator = torch.Generator().manual_seed(seed)
+    C.gaussian("prior", prior)
+    generator = torch.Generator().manual_seed(C.seed(seed))
     return local_posterior(prior, model, loss, divergence, optimizer=optimizer, generator=generator)
 
 
 def sample(q: NatGaussian, n: int, seed: int = 0) -> Tensor:
     """``n`` draws ``(n, d)`` from ``q``, for predictive averages."""
+    C.gaussian("q", q)
     n = V.integer("n", n, low=1)
+    seed = C.seed(seed)
     mean, var = q.moments()
     g = torch.Generator().manual_seed(seed)
     eps = _draw(n, q.dim, g)

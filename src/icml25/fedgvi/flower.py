@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml25.core import validate as V
 from icml25.core.flower import (
     in_process_grid,
     partition_of,
@@ -34,6 +35,7 @@ from icml25.core.flower import (
     server_app,
     task_identity,
 )
+from icml25.fedgvi import checks as C
 from icml25.fedgvi.fedgvi import (
     KL,
     Client,
@@ -48,6 +50,9 @@ def make_strategy(
     prior: NatGaussian, server_divergence: Divergence | None = None, **fedavg: Any
 ) -> Any:
     """A ``FedGVIStrategy`` for ``prior`` (built lazily so that ``flwr`` stays optional)."""
+    C.gaussian("prior", prior)
+    if server_divergence is not None:
+        C.divergence("server_divergence", server_divergence)
     require_flwr("FedGVI on Flower")
     from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
     from flwr.serverapp import Grid
@@ -107,6 +112,10 @@ def make_client_app(
     seed: int = 0,
 ) -> Any:
     """A Flower ``ClientApp`` running FedGVI's client step for the client of its partition."""
+    _callable("client_fn", client_fn)
+    if optimizer is not None:
+        C.optimizer("optimizer", optimizer)
+    seed = C.seed(seed)
     require_flwr("FedGVI on Flower")
     from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp
@@ -143,6 +152,8 @@ def make_server_app(
 ) -> Any:
     """A ``ServerApp`` for deployment: ``strategy_fn(context)`` and ``prior_fn(context)`` read
     the run config; the number of rounds is ``num-server-rounds``."""
+    _callable("strategy_fn", strategy_fn)
+    _callable("prior_fn", prior_fn)
 
     def describe(arrays: list[np.ndarray]) -> str:
         q = NatGaussian.from_arrays(arrays)
@@ -166,6 +177,10 @@ def run_in_process(
 ) -> tuple[NatGaussian, list[NatGaussian]]:
     """FedGVI through Flower's real strategy and client app on an in-process grid.
     Returns the global posterior and every client's factor (from its ``context.state``)."""
+    C.gaussian("prior", prior)
+    _callable("client_fn", client_fn)
+    num_clients = V.integer("num_clients", num_clients, low=1)
+    rounds = V.integer("rounds", rounds, low=1)
     require_flwr("FedGVI on Flower")
     from flwr.app import ArrayRecord
 
@@ -186,3 +201,8 @@ def run_in_process(
         for c in grid.contexts.values()
     ]
     return NatGaussian.from_arrays(result.arrays.to_numpy_ndarrays()), factors
+
+
+def _callable(name: str, fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")

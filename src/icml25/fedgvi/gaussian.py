@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from icml25.core import validate as V
+from icml25.fedgvi.checks import as_tensor, flag, numeric_array
 
 Tensor = torch.Tensor
 
@@ -39,9 +40,11 @@ class NatGaussian:
     J: np.ndarray
 
     def __post_init__(self) -> None:
-        h = np.asarray(self.h, dtype=np.float64).reshape(-1)
-        J = np.asarray(self.J, dtype=np.float64)
+        h = numeric_array("h", self.h).reshape(-1)
+        J = numeric_array("J", self.J)
         d = h.shape[0]
+        if d == 0:
+            raise ValueError("h must hold at least one natural parameter, got an empty array")
         if J.shape not in ((d,), (d, d)):
             raise ValueError(
                 f"J must have shape ({d},) or ({d}, {d}) for h of length {d}, got {J.shape}"
@@ -56,8 +59,10 @@ class NatGaussian:
     @classmethod
     def from_moments(cls, mean: Any, var: Any) -> NatGaussian:
         """From a mean and a variance (vector: mean-field; matrix: full; scalar: isotropic)."""
-        mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
-        var = np.asarray(var, dtype=np.float64)
+        mean = np.atleast_1d(numeric_array("mean", mean))
+        var = numeric_array("var", var)
+        if mean.ndim != 1:
+            raise ValueError(f"mean must be a vector, got shape {mean.shape}")
         if var.ndim == 0:
             var = np.full(mean.shape, float(var))
         if var.ndim == 1:
@@ -68,6 +73,8 @@ class NatGaussian:
             return cls(mean / var, 1.0 / var)
         if var.shape != (mean.size, mean.size):
             raise ValueError(f"cov must have shape ({mean.size}, {mean.size}), got {var.shape}")
+        if not np.all(np.isfinite(var)):
+            raise ValueError("cov must be finite")
         if np.any(np.linalg.eigvalsh((var + var.T) / 2) <= 0):
             raise ValueError("cov must be positive definite")
         J = np.linalg.inv(var)
@@ -76,6 +83,8 @@ class NatGaussian:
     @classmethod
     def flat(cls, d: int, full: bool = False) -> NatGaussian:
         """The uniform factor (all natural parameters zero): every client's ``t_m`` at start."""
+        d = V.integer("d", d, low=1)
+        full = flag("full", full)
         return cls(np.zeros(d), np.zeros((d, d)) if full else np.zeros(d))
 
     @property
@@ -127,21 +136,23 @@ class NatGaussian:
         return NatGaussian(self.h - o.h, self.J - o.J)
 
     def __pow__(self, power: float) -> NatGaussian:
+        power = V.number("power", power)
         return NatGaussian(power * self.h, power * self.J)
 
     def clip_precision(self, floor: float) -> tuple[NatGaussian, int]:
         """The same mean direction with every precision eigenvalue below ``floor`` raised to it.
         Returns the clipped Gaussian and how many eigenvalues were raised (0: unchanged)."""
+        floor = V.number("floor", floor, low=0.0)
         if self.full:
-            w, V = np.linalg.eigh(self.J)
+            w, vecs = np.linalg.eigh(self.J)
             low = int(np.sum(w < floor))
             if not low:
                 return self, 0
             # keep h's component in each eigen-direction proportional to its new precision
-            coef = V.T @ self.h
+            coef = vecs.T @ self.h
             scale = np.where(w < floor, floor / np.where(w == 0, 1.0, w), 1.0)
             scale = np.where((w < floor) & (w <= 0), 0.0, scale)
-            return NatGaussian(V @ (coef * scale), (V * np.maximum(w, floor)) @ V.T), low
+            return NatGaussian(vecs @ (coef * scale), (vecs * np.maximum(w, floor)) @ vecs.T), low
         low = int(np.sum(self.J < floor))
         if not low:
             return self, 0
@@ -155,13 +166,19 @@ class NatGaussian:
 
     @classmethod
     def from_arrays(cls, arrays: list[np.ndarray]) -> NatGaussian:
-        if len(arrays) != 2:
+        if isinstance(arrays, np.ndarray) or len(arrays) != 2:
             raise ValueError(f"expected [h, J], got {len(arrays)} arrays")
         return cls(arrays[0], arrays[1])
 
 
-def _t(x: Any) -> Tensor:
-    return x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+def _t(x: Any, name: str = "moments") -> Tensor:
+    return as_tensor(name, x)
+
+
+def _ts(mq: Any, vq: Any, mp: Any, vp: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    names = ("mean of q", "variance of q", "mean of p", "variance of p")
+    a, b, c, d = (_t(x, f"the {n}") for x, n in zip((mq, vq, mp, vp), names, strict=True))
+    return a, b, c, d
 
 
 def _check(mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> bool:
@@ -182,7 +199,7 @@ def _check(mq: Tensor, vq: Tensor, mp: Tensor, vp: Tensor) -> bool:
 
 def kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
     """``KL(N(mq, vq) || N(mp, vp))``."""
-    mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    mq, vq, mp, vp = _ts(mq, vq, mp, vp)
     full = _check(mq, vq, mp, vp)
     diff = mp - mq
     if full:
@@ -196,6 +213,8 @@ def kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
 
 def reverse_kl(mq: Any, vq: Any, mp: Any, vp: Any) -> Tensor:
     """``KL(N(mp, vp) || N(mq, vq))``: the reference's mass must be covered (mode covering)."""
+    mq, vq, mp, vp = _ts(mq, vq, mp, vp)
+    _check(mq, vq, mp, vp)  # errors name the arguments as the caller passed them
     return kl(mp, vp, mq, vq)
 
 
@@ -216,7 +235,7 @@ def alpha_renyi(mq: Any, vq: Any, mp: Any, vp: Any, alpha: float) -> Tensor:
     alpha = V.positive("alpha", alpha)
     if alpha == 1:
         raise ValueError("alpha must be > 0 and not 1 (alpha = 1 is KL: use kl), got 1")
-    mq, vq, mp, vp = map(_t, (mq, vq, mp, vp))
+    mq, vq, mp, vp = _ts(mq, vq, mp, vp)
     full = _check(mq, vq, mp, vp)
     diff = mq - mp
     S = alpha * vp + (1 - alpha) * vq

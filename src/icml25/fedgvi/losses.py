@@ -27,9 +27,21 @@ from typing import Any
 
 import torch
 
+from icml25.core import validate as V
+from icml25.fedgvi.checks import as_tensor
+from icml25.fedgvi.checks import model as check_model
 from icml25.fedgvi.models import GaussianLocation
 
 Tensor = torch.Tensor
+
+
+def _number(name: str, value: Any, what: str, **bounds: Any) -> float:
+    """A finite real number within ``bounds`` (strings, booleans, NaN and inf refused), with
+    the loss's own wording: ``"beta must be > 1, got '1.5'"``."""
+    try:
+        return V.number(name, value, **bounds)
+    except ValueError:
+        raise ValueError(f"{name} {what} (a finite number), got {value!r}") from None
 
 
 def _trace(var: Tensor) -> Tensor:
@@ -52,7 +64,7 @@ def _expected_power(model: GaussianLocation, mu: Tensor, var: Tensor, c: float) 
 @dataclass(frozen=True)
 class NLL:
     def per_point(self, model: Any, theta: Tensor) -> Tensor:
-        return -model.log_lik(theta)
+        return -check_model(model).log_lik(theta)
 
     def expected(self, model: Any, mu: Tensor, var: Tensor) -> Tensor | None:
         if not isinstance(model, GaussianLocation):
@@ -70,11 +82,11 @@ class GeneralisedCrossEntropy:
     b: float = 0.5
 
     def __post_init__(self) -> None:
-        if not 0 < self.b <= 1:
-            raise ValueError(f"b must lie in (0, 1], got {self.b}")
+        b = _number("b", self.b, "must lie in (0, 1]", low=0.0, high=1.0, low_open=True)
+        object.__setattr__(self, "b", b)
 
     def per_point(self, model: Any, theta: Tensor) -> Tensor:
-        return -torch.expm1(self.b * model.log_lik(theta)) / self.b
+        return -torch.expm1(self.b * check_model(model).log_lik(theta)) / self.b
 
     def expected(self, model: Any, mu: Tensor, var: Tensor) -> Tensor | None:
         return None
@@ -88,10 +100,11 @@ class DensityPowerLoss:
     beta: float = 1.5
 
     def __post_init__(self) -> None:
-        if not self.beta > 1:
-            raise ValueError(f"beta must be > 1, got {self.beta}")
+        beta = _number("beta", self.beta, "must be > 1", low=1.0, low_open=True)
+        object.__setattr__(self, "beta", beta)
 
     def per_point(self, model: Any, theta: Tensor) -> Tensor:
+        check_model(model)
         b = self.beta
         first = -torch.exp((b - 1) * model.log_lik(theta)) / (b - 1)
         return first + torch.exp(model.log_power_integral(theta, b)) / b
@@ -112,10 +125,11 @@ class GammaLoss:
     gamma: float = 1.75
 
     def __post_init__(self) -> None:
-        if not self.gamma > 1:
-            raise ValueError(f"gamma must be > 1, got {self.gamma}")
+        gamma = _number("gamma", self.gamma, "must be > 1", low=1.0, low_open=True)
+        object.__setattr__(self, "gamma", gamma)
 
     def per_point(self, model: Any, theta: Tensor) -> Tensor:
+        check_model(model)
         g = self.gamma
         log = (g - 1) * model.log_lik(theta) - (g - 1) / g * model.log_power_integral(theta, g)
         return -g / (g - 1) * torch.exp(log)
@@ -141,11 +155,13 @@ class IMQScoreMatching:
     center: float | None = None
 
     def __post_init__(self) -> None:
-        if not (self.c > 0 and math.isfinite(self.c)):
-            raise ValueError(f"c must be a positive number, got {self.c}")
+        c = _number("c", self.c, "must be a positive number", low=0.0, low_open=True)
+        object.__setattr__(self, "c", c)
+        if self.center is not None:
+            object.__setattr__(self, "center", V.number("center", self.center))
 
     def bind(self, cavity_mean: Any) -> IMQScoreMatching:
-        mean = torch.as_tensor(cavity_mean, dtype=torch.float64).reshape(-1)
+        mean = as_tensor("cavity_mean", cavity_mean).reshape(-1)
         if mean.numel() != 1:
             raise ValueError("IMQ score matching is implemented for the 1-D location model")
         return replace(self, center=float(mean[0]))

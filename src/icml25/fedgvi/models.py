@@ -24,11 +24,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from icml25.core import validate as V
+from icml25.fedgvi.checks import as_tensor, numeric_array
+
 Tensor = torch.Tensor
 
 
 def _float_matrix(x: Any, name: str) -> Tensor:
-    t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    t = torch.as_tensor(numeric_array(name, x))
     if t.ndim == 1:
         t = t[:, None]
     if t.ndim != 2 or t.shape[0] == 0:
@@ -39,10 +42,12 @@ def _float_matrix(x: Any, name: str) -> Tensor:
 
 
 def _labels(y: Any, n: int, num_classes: int) -> Tensor:
-    arr = np.asarray(y)
+    arr = np.asarray(y.detach().cpu() if isinstance(y, torch.Tensor) else y)
     if arr.shape != (n,):
         raise ValueError(f"y must have shape ({n},), got {arr.shape}")
-    if not np.issubdtype(arr.dtype, np.integer) and not np.all(arr == np.round(arr)):
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"y must hold integer class labels, got an array of dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
         raise ValueError("y must hold integer class labels")
     if arr.min() < 0 or arr.max() >= num_classes:
         raise ValueError(f"y must lie in [0, {num_classes - 1}], got [{arr.min()}, {arr.max()}]")
@@ -50,7 +55,7 @@ def _labels(y: Any, n: int, num_classes: int) -> Tensor:
 
 
 def check_theta(theta: Any, d: int) -> Tensor:
-    theta = torch.as_tensor(theta, dtype=torch.float64)
+    theta = as_tensor("theta", theta)
     if theta.ndim == 1:
         theta = theta[None]
     if theta.ndim != 2 or theta.shape[1] != d:
@@ -58,14 +63,25 @@ def check_theta(theta: Any, d: int) -> Tensor:
     return theta
 
 
+def _features(X: Any, d: int) -> Tensor:
+    """New inputs for a fitted model: an ``(n, d)`` array with the training feature count."""
+    t = _float_matrix(X, "X")
+    if t.shape[1] != d:
+        raise ValueError(
+            f"X must have {d} features (the model's training data has {d}), got {t.shape[1]}"
+        )
+    return t
+
+
 class GaussianLocation:
     """``x_i ~ N(theta, sigma2 I_d)`` with known ``sigma2``."""
 
     def __init__(self, x: Any, sigma2: float = 1.0) -> None:
-        if not (isinstance(sigma2, (int, float)) and sigma2 > 0 and math.isfinite(sigma2)):
-            raise ValueError(f"sigma2 must be a positive number, got {sigma2!r}")
+        try:
+            self.sigma2 = V.number("sigma2", sigma2, low=0.0, low_open=True)
+        except ValueError:
+            raise ValueError(f"sigma2 must be a positive number, got {sigma2!r}") from None
         self.x = _float_matrix(x, "x")
-        self.sigma2 = float(sigma2)
 
     @property
     def n(self) -> int:
@@ -88,6 +104,8 @@ class GaussianLocation:
 
     def log_power_integral(self, theta: Tensor, c: float) -> Tensor:
         """``log int N(z; theta, sigma2 I)^c dz``, the same for every theta and point."""
+        c = V.positive("c", c)
+        theta = check_theta(theta, self.dim)
         value = 0.5 * self.dim * ((1 - c) * math.log(2 * math.pi * self.sigma2) - math.log(c))
         return torch.full((theta.shape[0], self.n), value, dtype=torch.float64)
 
@@ -117,7 +135,7 @@ class LogisticRegression:
 
     def _logits(self, theta: Tensor, X: Tensor | None = None) -> Tensor:
         theta = check_theta(theta, self.dim)
-        return theta @ (self.X if X is None else X).T  # (S, N)
+        return theta @ (self.X if X is None else _features(X, self.dim)).T  # (S, N)
 
     def log_lik(self, theta: Tensor) -> Tensor:
         a = self._logits(theta)
@@ -125,12 +143,13 @@ class LogisticRegression:
         return F.logsigmoid(sign * a)
 
     def log_power_integral(self, theta: Tensor, c: float) -> Tensor:
+        c = V.positive("c", c)
         a = self._logits(theta)
         return torch.logaddexp(c * F.logsigmoid(a), c * F.logsigmoid(-a))
 
     def predict_proba(self, theta: Tensor, X: Any) -> np.ndarray:
         """Class probabilities ``(n, 2)`` averaged over the samples ``theta``."""
-        p1 = torch.sigmoid(self._logits(theta, _float_matrix(X, "X"))).mean(0).numpy()
+        p1 = torch.sigmoid(self._logits(theta, X)).mean(0).numpy()
         return np.stack([1 - p1, p1], axis=1)
 
 
@@ -141,8 +160,13 @@ class MLPClassifier:
     def __init__(self, X: Any, y: Any, num_classes: int, hidden: tuple[int, ...] = ()) -> None:
         if not (isinstance(num_classes, int) and num_classes >= 2):
             raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
-        if any(not (isinstance(h, int) and h > 0) for h in hidden):
+        if isinstance(hidden, (str, bytes)) or not isinstance(hidden, (tuple, list)):
+            raise ValueError(
+                f"hidden must be a tuple of positive layer widths such as (16,), got {hidden!r}"
+            )
+        if any(not (isinstance(h, int) and not isinstance(h, bool) and h > 0) for h in hidden):
             raise ValueError(f"hidden must hold positive integers, got {hidden!r}")
+        hidden = tuple(hidden)
         self.X = _float_matrix(X, "X")
         self.num_classes = num_classes
         self.y = _labels(y, self.n, num_classes)
@@ -165,7 +189,8 @@ class MLPClassifier:
 
     def logits(self, theta: Tensor, X: Tensor | None = None) -> Tensor:
         theta = check_theta(theta, self.dim)
-        h = (self.X if X is None else X).expand(theta.shape[0], -1, -1)  # (S, N, in)
+        feats = self.X if X is None else _features(X, self.shapes[0][0])
+        h = feats.expand(theta.shape[0], -1, -1)  # (S, N, in)
         at = 0
         for k, (i, o) in enumerate(self.shapes):
             W = theta[:, at : at + i * o].reshape(-1, i, o)
@@ -185,5 +210,5 @@ class MLPClassifier:
 
     def predict_proba(self, theta: Tensor, X: Any) -> np.ndarray:
         """Class probabilities ``(n, K)`` averaged over the samples ``theta``."""
-        logits = self.logits(theta, _float_matrix(X, "X"))
+        logits = self.logits(theta, X)
         return torch.softmax(logits, -1).mean(0).numpy()

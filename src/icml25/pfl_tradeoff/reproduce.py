@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.core.claims import Claim, Rule
+from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
 from icml25.core.data import load_image_benchmark
 from icml25.core.runner import RunContext
 from icml25.pfl_tradeoff.fedclup import (
@@ -58,6 +58,23 @@ LAMBDAS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1000.0)
 R_VALUES = (0.1, 0.5, 2.0)
 ROUND_LAMBDAS = (0.01, 0.1, 1.0, 10.0, 100.0)
 
+RIDGE_NULL = (
+    "no collaboration: the same lambda grid pulling each client toward the origin instead of "
+    "the global model (ridge, w_i = argmin L_i + lambda/2 ||w_i||^2)"
+)
+NO_PULL_NULL = (
+    "no pull: every FedCLUP lambda arm trained as local training (lambda = 0; the arms are "
+    "paired, so its accuracy is local training's), leaving only the two ends to move"
+)
+ENDS_GATE = (
+    "the sweep spans both regimes: local beats FedAvg at the smallest c and FedAvg beats local "
+    "at the largest (the control image_ends_cross, logistic regression, mean over seeds)"
+)
+CNN_GATE = (
+    "the CNN is trained: it beats logistic regression under local training (the control "
+    "cnn_beats_logreg_locally, mean over seeds)"
+)
+
 CLAIMS = (
     Claim(
         id="interior_lambda",
@@ -67,6 +84,7 @@ CLAIMS = (
         metric="min over lambda of the local error / min(error at lambda = 0, at 1000), R = 0.5",
         paper_value="< 1 (brief's pass: <= 0.6)",
         rule=Rule("<=", 0.6, partial=0.9),
+        null=Null(arm=RIDGE_NULL),
     ),
     Claim(
         id="best_lambda_decreases_with_R",
@@ -75,6 +93,7 @@ CLAIMS = (
         metric="fraction of adjacent R pairs (0.1, 0.5, 2) whose best lambda does not increase",
         paper_value="1",
         rule=Rule(">=", 1.0, partial=0.5),
+        null=Null(arm=RIDGE_NULL + "; its best lambda over the same R values"),
     ),
     Claim(
         id="rounds_grow_with_lambda",
@@ -85,6 +104,12 @@ CLAIMS = (
         "decrease, R = 0.5",
         paper_value="1",
         rule=Rule(">=", 1.0, partial=0.75),
+        null=Null(
+            exempt="a property of FedCLUP's own iteration (the paper's communication bound, "
+            "monotone in lambda), counted on deterministic runs to the exact optimum at each "
+            "lambda; without lambda there is no count to compare. The runner is pinned to the "
+            "exact optimum by tests instead (tests/pfl_tradeoff)"
+        ),
     ),
     Claim(
         id="local_error_formula",
@@ -93,6 +118,10 @@ CLAIMS = (
         metric="|local error / (sigma^2 d / (n - d - 1)) - 1|, pooled over R",
         paper_value="0",
         rule=Rule("<=", 0.1, partial=0.2),
+        null=Null(
+            arm="the pooled end (lambda = 1000, close to FedAvg's single model) in place of "
+            "local training (the metric must tell another estimator from OLS)"
+        ),
     ),
     Claim(
         id="adaptive_lambda",
@@ -102,6 +131,10 @@ CLAIMS = (
         "mean over R",
         paper_value="~1",
         rule=Rule("<=", 1.25, partial=1.6),
+        null=Null(
+            arm="lambda not adapted: the rule's lambda at the middle heterogeneity (R = 0.5) "
+            "used for every R"
+        ),
     ),
     Claim(
         id="image_best_lambda_moves_with_c",
@@ -112,6 +145,8 @@ CLAIMS = (
         "lambda 1e-4 < ... < 2.5 < FedAvg (ties: mean position), per seed",
         paper_value="> 0 (local best at c = 2, FedAvg-like at c = 10)",
         rule=Rule(">=", 0.7, partial=0.4),
+        null=Null(arm=NO_PULL_NULL),
+        gate=Gate(ENDS_GATE, Rule(">=", 0.0)),
     ),
     Claim(
         id="image_cnn_best_lambda_moves_with_c",
@@ -120,6 +155,8 @@ CLAIMS = (
         metric="as for logistic regression, on the CNN's c values and lambda axis",
         paper_value="> 0",
         rule=Rule(">=", 0.7, partial=0.4),
+        null=Null(arm=NO_PULL_NULL),
+        gate=Gate(CNN_GATE, Rule(">=", 0.0)),
     ),
     Claim(
         id="image_logreg_interior",
@@ -131,6 +168,8 @@ CLAIMS = (
         "only a visible gain (>= 0.5) passes; the best of the grid is biased up by selection",
         paper_value="> 0",
         rule=Rule(">=", 0.5, partial=0.0),
+        null=Null(arm=NO_PULL_NULL),
+        gate=Gate(ENDS_GATE, Rule(">=", 0.0)),
     ),
     Claim(
         id="image_cnn_interior",
@@ -139,6 +178,8 @@ CLAIMS = (
         metric="as for logistic regression, on the CNN's c values and lambda grid, points",
         paper_value="> 0",
         rule=Rule(">=", 0.5, partial=0.0),
+        null=Null(arm=NO_PULL_NULL),
+        gate=Gate(CNN_GATE, Rule(">=", 0.0)),
     ),
     Claim(
         id="image_ends_cross",
@@ -233,29 +274,62 @@ def errors_at(
     return ind, float(np.sum((w_g - w_g_star) ** 2))
 
 
+def ridge_error(problems: list[LeastSquares], w_star: np.ndarray, lam: float) -> float:
+    """``mean_i ||w_i - w_i*||^2`` for ``w_i = argmin L_i + lam/2 ||w_i||^2``: the same
+    lambda pulling each client toward the origin instead of a learned global model (the null
+    arm without collaboration; ``lam = 0`` is local training)."""
+    eye = np.eye(problems[0].dim)
+    return float(
+        np.mean(
+            [
+                np.sum((np.linalg.solve(pr.A + lam * eye, pr.b) - ws) ** 2)
+                for pr, ws in zip(problems, w_star, strict=True)
+            ]
+        )
+    )
+
+
+FIXED_LAMBDA = adaptive_lambda(0.5, 50)
+"""The adaptive claim's null arm: the rule's lambda at the middle heterogeneity (R = 0.5,
+n = 50: 5 / (n R^2) = 0.4), used for every R."""
+
+
 def run_synthetic(b: Budget, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     errors = {R: np.zeros(len(LAMBDAS)) for R in R_VALUES}
     global_errors = {R: np.zeros(len(LAMBDAS)) for R in R_VALUES}
+    ridge = {R: np.zeros(len(LAMBDAS)) for R in R_VALUES}
     adaptive = {R: 0.0 for R in R_VALUES}
+    fixed = {R: 0.0 for R in R_VALUES}
     for _ in range(b.reps):
         for R in R_VALUES:
             problems, w_g, w_star = synthetic(rng, R)
             both = np.array([errors_at(problems, w_star, w_g, lam) for lam in LAMBDAS])
             errors[R] += both[:, 0]
             global_errors[R] += both[:, 1]
+            ridge[R] += [ridge_error(problems, w_star, lam) for lam in LAMBDAS]
             r_true = float(np.mean(np.linalg.norm(w_star - w_g, axis=1)))
             adaptive[R] += errors_at(problems, w_star, w_g, adaptive_lambda(r_true, 50))[0]
+            fixed[R] += errors_at(problems, w_star, w_g, FIXED_LAMBDA)[0]
     errors = {R: e / b.reps for R, e in errors.items()}
     global_errors = {R: e / b.reps for R, e in global_errors.items()}
+    ridge = {R: e / b.reps for R, e in ridge.items()}
     adaptive = {R: a / b.reps for R, a in adaptive.items()}
+    fixed = {R: a / b.reps for R, a in fixed.items()}
     problems, _, _ = synthetic(rng, 0.5)
     rounds = []
     for lam in ROUND_LAMBDAS:
         opt, _ = pfl_optimum(problems, lam)
         res = fedclup(problems, lam, rounds=500, local_steps=50, tol=1e-4, target=opt)
         rounds.append(res.rounds)
-    return {"errors": errors, "global": global_errors, "adaptive": adaptive, "rounds": rounds}
+    return {
+        "errors": errors,
+        "global": global_errors,
+        "ridge": ridge,
+        "adaptive": adaptive,
+        "fixed": fixed,
+        "rounds": rounds,
+    }
 
 
 # --------------------------------------------------------------------------------------- images
@@ -314,63 +388,105 @@ def _interior(rows: list[tuple[float, float, float]], fixed: int) -> float:
     return max(r[1] for r in rows[1 : 1 + fixed]) - max(rows[0][1], rows[-1][1])
 
 
-def reproduce(ctx: RunContext) -> dict[str, list[float]]:
+def _no_pull(
+    rows: list[tuple[float, float, float]], fixed: int
+) -> list[tuple[float, float, float]]:
+    """The null arm: every fixed-lambda arm (rows 1 .. fixed) scored as local training (row 0).
+    Exact: the arms share the initial model and the minibatch order, and lambda = 0 is local
+    training (tested)."""
+    return [rows[0], *[(0.0, rows[0][1], rows[0][2])] * fixed, *rows[1 + fixed :]]
+
+
+def run_seeds(ctx: RunContext, want: int) -> list[int]:
+    """The run's seeds, extended by the next unused integers to ``want`` if it gave fewer
+    (the CLI's default is 0, 1, 2; the full budget runs five)."""
+    seeds = list(ctx.seeds)
+    nxt = max(ctx.seeds) + 1
+    while len(seeds) < want:
+        seeds.append(nxt)
+        nxt += 1
+    return seeds
+
+
+SEEDS = {"tiny": 1, "quick": 3, "full": 5}
+"""Seeds run at least (issue 48: >= 5 in full, where a seed costs <= 5 minutes)."""
+
+
+def _synthetic_metrics(s: dict[str, Any], key: str = "errors") -> dict[str, float]:
+    """The synthetic claims from one seed's error table (``key``: "errors" for FedCLUP's
+    optimum, "ridge" for the null arm without collaboration)."""
+    e = s[key]
+    i_loc, i_big = 0, len(LAMBDAS) - 1
+    best = [LAMBDAS[int(np.argmin(e[R]))] for R in R_VALUES]
+    return {
+        "interior_lambda": float(e[0.5].min() / min(e[0.5][i_loc], e[0.5][i_big])),
+        "best_lambda_decreases_with_R": float(
+            np.mean([best[k] >= best[k + 1] for k in range(len(best) - 1)])
+        ),
+    }
+
+
+def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
-    out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
+    out: dict[str, list[float]] = {}
+
+    def add(key: str, value: Any) -> None:
+        out.setdefault(key, []).append(float(value))
+
     syn, img = [], []
     expected = 1.0 * 10 / (50 - 10 - 1)
-    for seed in ctx.seeds:
+    seeds = run_seeds(ctx, SEEDS[ctx.budget])
+    for seed in seeds:
         ctx.progress(
             f"synthetic seed {seed}: {b.reps} repetitions x {len(R_VALUES)} R values x "
-            f"{len(LAMBDAS)} lambdas"
+            f"{len(LAMBDAS)} lambdas (FedCLUP's optimum and ridge toward the origin)"
         )
         s = run_synthetic(b, seed)
         syn.append(s)
         e = s["errors"]
-        i_loc, i_big = 0, len(LAMBDAS) - 1
-        out["interior_lambda"].append(float(e[0.5].min() / min(e[0.5][i_loc], e[0.5][i_big])))
-        best = [LAMBDAS[int(np.argmin(e[R]))] for R in R_VALUES]
-        out["best_lambda_decreases_with_R"].append(
-            float(np.mean([best[k] >= best[k + 1] for k in range(len(best) - 1)]))
-        )
+        for k, v in _synthetic_metrics(s).items():
+            add(k, v)
+        for k, v in _synthetic_metrics(s, "ridge").items():
+            add(null_key(k), v)
         r = s["rounds"]
-        out["rounds_grow_with_lambda"].append(
-            float(np.mean([r[k + 1] >= r[k] for k in range(len(r) - 1)]))
+        add("rounds_grow_with_lambda", np.mean([r[k + 1] >= r[k] for k in range(len(r) - 1)]))
+        add("local_error_formula", abs(np.mean([e[R][0] for R in R_VALUES]) / expected - 1))
+        add(
+            null_key("local_error_formula"),
+            abs(np.mean([e[R][-1] for R in R_VALUES]) / expected - 1),
         )
-        out["local_error_formula"].append(
-            abs(float(np.mean([e[R][i_loc] for R in R_VALUES])) / expected - 1)
-        )
-        out["adaptive_lambda"].append(
-            float(np.mean([s["adaptive"][R] / e[R].min() for R in R_VALUES]))
-        )
+        add("adaptive_lambda", np.mean([s["adaptive"][R] / e[R].min() for R in R_VALUES]))
+        add(null_key("adaptive_lambda"), np.mean([s["fixed"][R] / e[R].min() for R in R_VALUES]))
         ctx.progress(f"images seed {seed}: class sweep, 10 clients, logistic regression and CNN")
         im = run_images(b, seed, ctx)
         img.append(im)
         lr, cnn = im["logreg"], im["cnn"]
-        out["image_best_lambda_moves_with_c"].append(
-            _spearman(list(lr), [_best_position(lr[c]) for c in lr])
-        )
-        out["image_cnn_best_lambda_moves_with_c"].append(
-            _spearman(list(cnn), [_best_position(cnn[c]) for c in cnn])
-        )
-        out["image_logreg_interior"].append(
-            float(np.mean([_interior(lr[c], len(IMG_LAMBDAS)) for c in lr]))
-        )
-        out["image_cnn_interior"].append(
-            float(np.mean([_interior(cnn[c], len(CNN_LAMBDAS)) for c in cnn]))
-        )
+        nl, nc = len(IMG_LAMBDAS), len(CNN_LAMBDAS)
+        for moves, interior, table, fixed in (
+            ("image_best_lambda_moves_with_c", "image_logreg_interior", lr, nl),
+            ("image_cnn_best_lambda_moves_with_c", "image_cnn_interior", cnn, nc),
+        ):
+            null = {c: _no_pull(table[c], fixed) for c in table}
+            for k, t in ((moves, table), (null_key(moves), null)):
+                add(k, _spearman(list(t), [_best_position(t[c]) for c in t]))
+            add(interior, np.mean([_interior(table[c], fixed) for c in table]))
+            add(null_key(interior), np.mean([_interior(null[c], fixed) for c in table]))
         lo, hi = min(lr), max(lr)
-        out["image_ends_cross"].append(
-            min(lr[lo][0][1] - lr[lo][-1][1], lr[hi][-1][1] - lr[hi][0][1])
+        ends = min(lr[lo][0][1] - lr[lo][-1][1], lr[hi][-1][1] - lr[hi][0][1])
+        add("image_ends_cross", ends)
+        cnn_vs_lr = float(np.mean([cnn[c][0][1] - lr[c][0][1] for c in cnn if c in lr]))
+        add("cnn_beats_logreg_locally", cnn_vs_lr)
+        for cid in ("image_best_lambda_moves_with_c", "image_logreg_interior"):
+            add(gate_key(cid), ends)
+        for cid in ("image_cnn_best_lambda_moves_with_c", "image_cnn_interior"):
+            add(gate_key(cid), cnn_vs_lr)
+        add(
+            "image_adaptive_lambda",
+            np.mean([lr[c][-2][1] - max(r[1] for r in lr[c]) for c in lr]),
         )
-        out["cnn_beats_logreg_locally"].append(
-            float(np.mean([cnn[c][0][1] - lr[c][0][1] for c in cnn if c in lr]))
-        )
-        out["image_adaptive_lambda"].append(
-            float(np.mean([lr[c][-2][1] - max(r[1] for r in lr[c]) for c in lr]))
-        )
+    ctx.note(f"Seeds used: {seeds}.")
     _report(ctx, syn, img)
-    return out
+    return {k: Measurement.of(v) for k, v in out.items()}
 
 
 def _report(ctx: RunContext, syn: list[dict[str, Any]], img: list[dict[str, Any]]) -> None:
@@ -386,6 +502,9 @@ def _report(ctx: RunContext, syn: list[dict[str, Any]], img: list[dict[str, Any]
         glob = np.mean([s["global"][R] for s in syn], axis=0)
         cells = ", ".join(f"{lam:g}: {v:.4f}" for lam, v in zip(LAMBDAS, glob, strict=True))
         ctx.note(f"  global error ||w_g - w_g*||^2 by lambda: {cells}")
+        ridge = np.mean([s["ridge"][R] for s in syn], axis=0)
+        cells = ", ".join(f"{lam:g}: {v:.3f}" for lam, v in zip(LAMBDAS, ridge, strict=True))
+        ctx.note(f"  null arm (ridge toward the origin) error by lambda: {cells}")
     axes[0].axhline(10 / 39, color="gray", ls=":", label="d/(n-d-1)")
     axes[0].set_xscale("log")
     axes[0].set_yscale("log")
