@@ -95,7 +95,6 @@ NOT_YET_AUDITED = {
     "equilibrium_planner",
     "fedgvi",
     "ipv_bench",
-    "it3",
     "llmscan",
     "maple",
     "mirror_flow",
