@@ -101,7 +101,6 @@ NOT_YET_AUDITED = {
     "orcaloca",
     "pan_privacy",
     "pfl_tradeoff",
-    "pointwise_info",
     "signsgd_risk",
     "soup_of_experts",
 }

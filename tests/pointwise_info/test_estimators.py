@@ -400,6 +400,11 @@ def test_controls_are_marked_and_left_out_of_the_tally():
     assert controls == {
         "cnn_pvi_vs_ensemble",
         "mlp_pvi_vs_ensemble",
+        "cnn_pvi_sce_vs_msp_base2",
+        "cnn_pvi_sce_vs_ts_base2",
+        "mlp_pvi_sce_vs_msp_base2",
+        "mlp_pvi_sce_vs_ts_base2",
+        "pvi_inside_doctor",
         "pvi_inside_ts",
         "power_errors",
     }
