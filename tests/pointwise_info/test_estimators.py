@@ -122,8 +122,10 @@ def test_null_model_shortcut_gives_the_full_batch_training():
         est = PVI(model_fn, g_prime=model_fn(), batch_size=64, null_epochs=3, random_state=0)
         est._null_shortcut = shortcut
         fits.append(est.fit(X, y))
-    np.testing.assert_allclose(fits[0].null_log2_, fits[1].null_log2_, atol=1e-4)
-    np.testing.assert_allclose(fits[0].null_losses_, fits[1].null_losses_, rtol=1e-5)
+    # to rounding: with one thread (OMP_NUM_THREADS=1) the two orders of summation drift apart by
+    # about 3e-4 bit over three epochs of Adam; a wrong shortcut is off by tenths of a bit
+    np.testing.assert_allclose(fits[0].null_log2_, fits[1].null_log2_, atol=2e-3)
+    np.testing.assert_allclose(fits[0].null_losses_, fits[1].null_losses_, rtol=1e-4)
 
 
 def test_pvi_trains_g_prime_and_is_seeded():
