@@ -87,11 +87,9 @@ def test_test_files_have_unique_basenames():
 NOT_YET_AUDITED = {
     "enzyme_rag",
     "equilibrium_planner",
-    "it3",
     "llmscan",
     "maple",
     "orcaloca",
-    "pointwise_info",
 }
 
 

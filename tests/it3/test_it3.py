@@ -566,3 +566,75 @@ def test_batchnorm_modes():
         torch.testing.assert_close(v, before[k])
     with pytest.raises(ValueError, match="batchnorm"):
         IT3(zz, batchnorm="train")
+
+
+# --- issue 53: the airfoil notebook's one-pass loss, the CIFAR notebook's self-anchor ---------
+
+
+def test_single_variant_is_one_pass_with_the_label_per_sample():
+    torch.manual_seed(0)
+    reg = ZigZag(MLP(2 + 1, [8], 1), 1, task="regression", neutral=-1.0)
+    x, y = torch.randn(7, 2), torch.randn(7, 1)
+    mse = F.mse_loss
+    got = zigzag_loss(reg, x, y, variant="single", p_label=1.0, loss_fn=mse)
+    torch.testing.assert_close(got, mse(reg(x, aux=y), y))
+    got = zigzag_loss(reg, x, y, variant="single", p_label=0.0, loss_fn=mse)
+    torch.testing.assert_close(got, mse(reg(x), y))
+    assert bool(reg.zigzag_trained)
+    # p = 0.25 (the notebook): the same per-sample draws give the same mixed signal
+    got = zigzag_loss(
+        reg, x, y, variant="single", p_label=0.25, loss_fn=mse,
+        generator=torch.Generator().manual_seed(4),
+    )  # fmt: skip
+    keep = torch.rand(7, generator=torch.Generator().manual_seed(4)) < 0.25
+    assert 0 < int(keep.sum()) < 7  # a real mixture: the test can tell it from either end
+    a = torch.where(keep[:, None], y, torch.full_like(y, -1.0))
+    torch.testing.assert_close(got, mse(reg(x, aux=a), y))
+    assert not torch.allclose(got, mse(reg(x, aux=y), y))
+    # node-level targets (a GNN): one draw per graph, the label on all its nodes
+    lin = nn.Sequential(nn.Linear(3 + 1, 8), nn.ReLU(), nn.Linear(8, 1))
+    node = ZigZag(lin, 1, task="regression", neutral=-1.0)
+    xn, yn = torch.randn(5, 4, 3), torch.randn(5, 4, 1)
+    got = zigzag_loss(
+        node, xn, yn, variant="single", p_label=0.5, loss_fn=mse,
+        generator=torch.Generator().manual_seed(1),
+    )  # fmt: skip
+    keep = torch.rand(5, generator=torch.Generator().manual_seed(1)) < 0.5
+    a = torch.where(keep[:, None, None], yn, torch.full_like(yn, -1.0))
+    torch.testing.assert_close(got, mse(node(xn, aux=a), yn))
+    # classification: the one-hot label or the neutral signal
+    clf = ZigZag(MLP(2 + 3, [8], 3), 3, neutral="uniform")
+    yc = torch.tensor([0, 1, 2, 1, 0, 2, 1])
+    got = zigzag_loss(clf, x, yc, variant="single", p_label=1.0)
+    torch.testing.assert_close(got, F.cross_entropy(clf(x, aux=F.one_hot(yc, 3).float()), yc))
+
+
+def test_adapted_anchor_gradient_reaches_both_passes():
+    """frozen_anchor=False (the CIFAR notebook): one SGD step is -lr * grad of
+    D(f(x, 0), f(x, f(x, 0))) with theta live in both passes; it differs from the frozen
+    anchor's step, and the input model is untouched."""
+    zz, X, _ = _trained_mlp()
+    zz = zz.double()
+    x = X[:64].double() + 0.8 * torch.randn(64, 2, generator=torch.Generator().manual_seed(3))
+    lr = 1e-3
+    original = {k: v.clone() for k, v in zz.state_dict().items()}
+    it3 = IT3(zz, steps=1, lr=lr, optimizer="sgd", frozen_anchor=False)
+    it3(x)
+    step = torch.cat(
+        [(p1 - p0).flatten() for p1, p0 in zip(it3.work.parameters(), zz.parameters(), strict=True)]
+    )
+    f = copy.deepcopy(zz)
+    y0 = f(x).softmax(-1)
+    js_divergence(y0, f(x, aux=y0).softmax(-1)).mean().backward()
+    g_self = torch.cat([p.grad.flatten() for p in f.parameters()])
+    torch.testing.assert_close(step, -lr * g_self, rtol=1e-4, atol=1e-9)
+    g_frozen = _reference_grads(zz, x, detach_anchor_input=False)
+    assert (g_self - g_frozen).norm() > 0.05 * g_self.norm()
+    for k, v in original.items():
+        torch.testing.assert_close(zz.state_dict()[k], v, rtol=0, atol=0)
+    # the prediction is the adapted model's own second pass
+    with torch.no_grad():
+        w = it3.work
+        torch.testing.assert_close(it3(x), w(x, aux=w(x).softmax(-1)))
+    with pytest.raises(ValueError, match="frozen_anchor"):
+        IT3(zz, frozen_anchor="no")

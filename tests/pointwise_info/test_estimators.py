@@ -402,6 +402,11 @@ def test_controls_are_marked_and_left_out_of_the_tally():
     assert controls == {
         "cnn_pvi_vs_ensemble",
         "mlp_pvi_vs_ensemble",
+        "cnn_pvi_sce_vs_msp_base2",
+        "cnn_pvi_sce_vs_ts_base2",
+        "mlp_pvi_sce_vs_msp_base2",
+        "mlp_pvi_sce_vs_ts_base2",
+        "pvi_inside_doctor",
         "pvi_inside_ts",
         "power_errors",
     }
@@ -423,3 +428,26 @@ def test_controls_are_marked_and_left_out_of_the_tally():
     results = {"methods": [entry]}
     assert verdict_counts(results) == {"reproduced": len(CLAIMS) - len(controls)}
     assert {row[1] for row in claim_rows(results, kind="control")} == controls
+
+
+def test_softmax_base_two_undoes_the_bits():
+    """base=2 reads PVI in bits as log2-probabilities: with g' = f and exact uniform priors it
+    returns f's own softmax; the default base e (the authors' NumPy exp on bits) sharpens it to
+    softmax(z / ln 2). By hand: 2**s_k / sum_j 2**s_j."""
+    rng = np.random.default_rng(3)
+    f = _net()
+    X = rng.normal(size=(40, 5)).astype(np.float32)
+    y = np.repeat(np.arange(4), 10)
+    pvi = PVI(g_prime=f, null="prior").fit(X, y)
+    z = predict_logits(f, X)
+    np.testing.assert_allclose(pvi.predict_proba(X, base=2), sp_softmax(z, axis=1), atol=1e-10)
+    np.testing.assert_allclose(
+        pvi.predict_proba(X), sp_softmax(z / math.log(2), axis=1), atol=1e-10
+    )
+    assert not np.allclose(pvi.predict_proba(X, base=2), pvi.predict_proba(X), atol=1e-3)
+    s = pvi.score_samples(X)
+    pred = z.argmax(1)
+    by_hand = 2.0 ** s[np.arange(40), pred] / (2.0**s).sum(axis=1)
+    np.testing.assert_allclose(pvi.confidence(X, pred, base=2), by_hand, rtol=1e-10)
+    np.testing.assert_allclose(softmax(s, base=2), (2.0**s) / (2.0**s).sum(1, keepdims=True))
+    np.testing.assert_allclose(softmax(s, base=math.e), sp_softmax(s, axis=1), atol=1e-12)

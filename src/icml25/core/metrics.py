@@ -41,14 +41,22 @@ Deep Neural Classifiers", ICLR 2019.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 from scipy.stats import rankdata
 
 
+def _numbers(value: Any, name: str) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from exc
+
+
 def _vector(value: Any, name: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _numbers(value, name)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -82,7 +90,7 @@ def _both_kinds(correct: np.ndarray, what: str) -> None:
 
 def check_probabilities(probs: Any, name: str = "probs", atol: float = 1e-6) -> np.ndarray:
     """``probs`` as a float64 ``(n, K)`` array whose rows are probability vectors, or an error."""
-    arr = np.asarray(probs, dtype=np.float64)
+    arr = _numbers(probs, name)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
         raise ValueError(f"{name} must be a (n_samples, n_classes>=2) array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -155,8 +163,8 @@ def fpr_at_95tpr(confidence: Any, correct: Any, tpr: float = 0.95) -> float:
     accepted, and the result is the fraction of errors accepted with them (ties accepted
     together).
     """
-    if not 0.0 < tpr <= 1.0:
-        raise ValueError(f"tpr must be in (0, 1], got {tpr!r}")
+    if isinstance(tpr, bool) or not isinstance(tpr, numbers.Real) or not 0.0 < tpr <= 1.0:
+        raise ValueError(f"tpr must be a number in (0, 1], got {tpr!r}")
     conf, ok = _pair(confidence, correct)
     _both_kinds(ok, "fpr_at_95tpr")
     thresholds = np.unique(conf)[::-1]

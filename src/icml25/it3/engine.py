@@ -287,6 +287,11 @@ class IT3:
         ``"eval"``: BatchNorm layers use their running statistics; ``"batch"``: both copies
         normalise with the test batch's statistics (the official CIFAR notebook runs the
         adapted model in ``train()`` mode).
+    frozen_anchor
+        ``True`` (the paper and the MNIST notebook): the second pass is the frozen copy
+        :math:`F = f_{\theta_0}`. ``False`` (the official CIFAR notebook, which has no frozen
+        copy): the second pass is the adapted model itself, :math:`f_\theta(x, f_\theta(x,
+        0))`, so the gradient also reaches :math:`\theta` through the second pass's weights.
     seed
         Seed of the random starts.
 
@@ -316,9 +321,12 @@ class IT3:
         feedback: str = "auto",
         start: str = "neutral",
         batchnorm: str = "eval",
+        frozen_anchor: bool = True,
         seed: int = 0,
     ) -> None:
         model = check_zigzag(model)
+        if not isinstance(frozen_anchor, bool):
+            raise ValueError(f"frozen_anchor must be True or False, got {frozen_anchor!r}")
         if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0):
             raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
         if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
@@ -339,7 +347,7 @@ class IT3:
         self.optimizer_name, self.reset_optimizer = optimizer, bool(reset_optimizer)
         self.distance = resolve_distance(model, distance)
         self.feedback = resolve_feedback(model, feedback)
-        self.start, self.batchnorm = start, batchnorm
+        self.start, self.batchnorm, self.frozen_anchor = start, batchnorm, frozen_anchor
         self._gen = torch.Generator().manual_seed(int(seed))
         self.anchor = copy.deepcopy(model).eval().requires_grad_(False)
         self.work = copy.deepcopy(model).eval().requires_grad_(True)
@@ -347,6 +355,8 @@ class IT3:
             batch_statistics(self.anchor)
             batch_statistics(self.work)
         self._theta0 = {k: v.detach().clone() for k, v in self.work.state_dict().items()}
+        self._slots = list(self.work.state_dict().values())  # share storage with the weights
+        self._theta0_values = list(self._theta0.values())
         self._opt: torch.optim.Optimizer | None = None
         self.last_losses: list[list[float]] = []
 
@@ -359,13 +369,16 @@ class IT3:
 
     def _optimizer(self) -> torch.optim.Optimizer:
         params = self.work.parameters()
+        # foreach: one fused loop over the parameters (the same arithmetic as the default
+        # per-tensor loop); a small model's adaptation is dominated by per-tensor overhead
         if self.optimizer_name == "adam":
-            return torch.optim.Adam(params, lr=self.lr)
-        return torch.optim.SGD(params, lr=self.lr)
+            return torch.optim.Adam(params, lr=self.lr, foreach=True)
+        return torch.optim.SGD(params, lr=self.lr, foreach=True)
 
     def reset_weights(self) -> None:
         """``theta <- theta0`` (and a fresh optimizer if ``reset_optimizer`` or none yet)."""
-        self.work.load_state_dict(self._theta0)
+        with torch.no_grad():  # in place, as load_state_dict, without its key checks
+            torch._foreach_copy_(self._slots, self._theta0_values)
         if self.reset_optimizer or self._opt is None:
             self._opt = self._optimizer()
 
@@ -375,7 +388,8 @@ class IT3:
         if self.reset != "never" or self._opt is None:
             self.reset_weights()
         assert self._opt is not None
-        f, anchor, losses = self.work, self.anchor, []
+        f, losses = self.work, []
+        anchor = self.anchor if self.frozen_anchor else self.work
         fb = self.feedback
         with torch.enable_grad():
             for _ in range(self.steps):

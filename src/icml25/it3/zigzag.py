@@ -39,6 +39,7 @@ from torch.nn import functional as F
 from icml25.core import validate as V
 
 TASKS = ("classification", "regression")
+VARIANTS = ("paper", "recurrent", "single")
 
 
 class ZigZag(nn.Module):
@@ -314,6 +315,11 @@ def zigzag_loss(
 
     ``variant="paper"``: :math:`\ell(f(x, 0), y) + \ell(f(x, y), y)`.
 
+    ``variant="single"`` (the official airfoil notebook, ZigZag's one-pass training): one pass,
+    each sample fed its own true label with probability ``p_label`` (one draw per sample) and
+    the neutral signal otherwise: :math:`\ell(f(x, a), y)`. The notebook uses ``p_label=0.25``
+    and the MSE loss.
+
     ``variant="recurrent"`` (the official MNIST code): the first pass is fed the true label with
     probability ``p_label`` (one draw per batch, as there) and otherwise ``other``, a
     ``"random"`` label (random classes; for regression the batch's targets shuffled) or the
@@ -330,8 +336,8 @@ def zigzag_loss(
     """
     if not isinstance(model, ZigZag):
         raise TypeError(f"model must be a ZigZag, got {type(model).__name__}")
-    if variant not in ("paper", "recurrent"):
-        raise ValueError(f"variant must be 'paper' or 'recurrent', got {variant!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     if not (isinstance(p_label, (int, float)) and 0.0 <= p_label <= 1.0):
         raise ValueError(f"p_label must be a probability in [0, 1], got {p_label!r}")
     if other not in ("random", "neutral"):
@@ -344,6 +350,19 @@ def zigzag_loss(
         loss_fn = F.cross_entropy if model.task == "classification" else F.l1_loss
     truth = model.label_to_aux(y).to(x.dtype)
     latent: torch.Tensor | None = None
+    if variant == "single":
+        dev = generator.device if generator is not None else x.device
+        keep = torch.rand(len(y), generator=generator, device=dev).to(y.device) < p_label
+        keep = keep.reshape(-1, *([1] * (truth.dim() - 1)))
+        a = torch.where(keep, truth, torch.full_like(truth, model.neutral_value))
+        out = model(x, *args, aux=a, **kwargs)
+        if model.task == "regression" and out.shape != y.shape:
+            raise ValueError(
+                f"the model's output has shape {tuple(out.shape)} but y has {tuple(y.shape)}: "
+                "regression targets must be shaped like the output"
+            )
+        model.mark_trained()
+        return loss_fn(out, y)
     if variant == "paper":
         first = model(x, *args, **kwargs)
     else:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,12 @@ T_BOUNDS = (0.01, 100.0)
 
 
 def _scores(scores: Any, name: str = "scores") -> np.ndarray:
-    arr = np.asarray(scores, dtype=np.float64)
+    try:
+        arr = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be an array of numbers, got {type(scores).__name__}"
+        ) from exc
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
         raise ValueError(f"{name} must be a (n_samples, n_classes>=2) array, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -36,10 +42,13 @@ def _scores(scores: Any, name: str = "scores") -> np.ndarray:
     return arr
 
 
-def softmax(scores: Any, temperature: float = 1.0) -> np.ndarray:
-    """``softmax(scores / temperature)`` over the last axis."""
+def softmax(scores: Any, temperature: float = 1.0, *, base: float = math.e) -> np.ndarray:
+    """``base ** (s_k / T) / sum_j base ** (s_j / T)`` over the last axis: the usual
+    ``softmax(scores / temperature)`` for the default ``base=e``; ``base=2`` for scores in
+    bits read as log2-probabilities."""
     temperature = V.positive("temperature", temperature)
-    return np.asarray(_softmax(_scores(scores) / temperature, axis=1))
+    base = V.number("base", base, low=1.0, low_open=True)
+    return np.asarray(_softmax(_scores(scores) * math.log(base) / temperature, axis=1))
 
 
 def nll(scores: Any, y: Any, temperature: float = 1.0) -> float:

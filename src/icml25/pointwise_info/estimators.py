@@ -51,7 +51,13 @@ LN2 = math.log(2.0)
 
 def as_tensor(X: Any, name: str = "X") -> torch.Tensor:
     """``X`` as a float32 tensor with at least one sample, all finite (clear error otherwise)."""
-    t = X.detach() if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X))
+    if isinstance(X, torch.Tensor):
+        t = X.detach()
+    else:
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"{name} must be an array of numbers, got dtype {arr.dtype}")
+        t = torch.as_tensor(arr)
     if t.dim() < 2 or t.shape[0] == 0:
         raise ValueError(f"{name} must be a (n_samples, ...) array, got shape {tuple(t.shape)}")
     if not (t.dtype.is_floating_point or t.dtype in (torch.uint8, torch.int32, torch.int64)):
@@ -60,6 +66,39 @@ def as_tensor(X: Any, name: str = "X") -> torch.Tensor:
     if not torch.isfinite(t).all():
         raise ValueError(f"{name} must be finite, got {int((~torch.isfinite(t)).sum())} NaN/inf")
     return t
+
+
+def _module(name: str, value: Any) -> nn.Module:
+    if not isinstance(value, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(value).__name__}")
+    return value
+
+
+def _callable_or_none(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable (or None), got {type(value).__name__}")
+
+
+def _seed(value: Any) -> int:
+    return V.integer("random_state", value, low=0)
+
+
+def _num_classes(value: Any) -> int | None:
+    return None if value is None else V.integer("num_classes", value, low=2)
+
+
+def _apply(model: nn.Module, x: torch.Tensor, name: str, what: str = "model") -> torch.Tensor:
+    """``model(x)``, with a clear error when the model cannot take ``x`` (wrong feature count,
+    wrong image shape)."""
+    try:
+        out: torch.Tensor = model(x)
+    except RuntimeError as exc:
+        raise ValueError(
+            f"{what} cannot be applied to {name} of shape {tuple(x.shape)} (samples of shape "
+            f"{tuple(x.shape[1:])}); does {name} have the features the model was built for? "
+            f"({exc})"
+        ) from exc
+    return out
 
 
 def _labels(y: Any, n: int, num_classes: int | None) -> tuple[np.ndarray, int]:
@@ -73,19 +112,26 @@ def _labels(y: Any, n: int, num_classes: int | None) -> tuple[np.ndarray, int]:
     return check_labels(arr, n, num_classes), num_classes
 
 
-@torch.no_grad()
 def predict_logits(model: nn.Module, X: Any, batch_size: int = 1024) -> np.ndarray:
     """``model(X)`` in eval mode and in batches, as a float64 NumPy array (mode restored)."""
+    return _logits(model, X, batch_size, "model")
+
+
+@torch.no_grad()
+def _logits(model: nn.Module, X: Any, batch_size: int, what: str) -> np.ndarray:
+    _module(what, model)
     batch_size = V.integer("batch_size", batch_size, low=1)
     x = as_tensor(X)
     was_training = model.training
     model.eval()
     try:
-        out = torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
+        out = torch.cat(
+            [_apply(model, x[i : i + batch_size], "X", what) for i in range(0, len(x), batch_size)]
+        )
     finally:
         model.train(was_training)
     if out.dim() != 2:
-        raise ValueError(f"model must return (batch, n_classes) logits, got {tuple(out.shape)}")
+        raise ValueError(f"{what} must return (batch, n_classes) logits, got {tuple(out.shape)}")
     return out.double().numpy()
 
 
@@ -115,7 +161,7 @@ class FeatureExtractor:
     """
 
     def __init__(self, model: nn.Module, layer: str, *, batch_size: int = 1024) -> None:
-        names = dict(model.named_modules())
+        names = dict(_module("model", model).named_modules())
         if layer not in names:
             shown = ", ".join(n for n in names if n)[:300]
             raise ValueError(
@@ -136,7 +182,7 @@ class FeatureExtractor:
         self.model.eval()
         try:
             for i in range(0, len(x), self.batch_size):
-                self.model(x[i : i + self.batch_size])
+                _apply(self.model, x[i : i + self.batch_size], "X")
         finally:
             handle.remove()
             self.model.train(was_training)
@@ -168,13 +214,20 @@ class _PointwiseScores:
         if not hasattr(self, "n_classes_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(X, y) first")
 
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """``softmax_k(s_k(x))`` with ``s`` in bits, as the paper turns scores into
-        probabilities (for :class:`PVI` with ``g'`` the classifier and exact uniform priors,
-        this is temperature scaling of the logits with ``T = ln 2``)."""
-        return softmax(self.score_samples(X))
+    def predict_proba(self, X: Any, *, base: float = math.e) -> np.ndarray:
+        """``base ** s_k(x) / sum_j base ** s_j(x)`` with ``s`` in bits.
 
-    def confidence(self, X: Any, y_pred: Any, *, scale: str = "softmax") -> np.ndarray:
+        ``base=e`` (the default) is the authors' code: NumPy's ``exp`` applied to the scores in
+        bits, ``softmax_k(s_k(x))``. For :class:`PVI` with ``g'`` the classifier and exact
+        uniform priors it is temperature scaling of the logits with ``T = ln 2``: it sharpens
+        ``g'`` by ``1 / ln 2``. ``base=2`` undoes the bits: for PVI it gives
+        ``g'(k|x) / g0(k)`` normalised over ``k`` (``g'`` itself under a uniform null).
+        """
+        return softmax(self.score_samples(X), base=base)
+
+    def confidence(
+        self, X: Any, y_pred: Any, *, scale: str = "softmax", base: float = math.e
+    ) -> np.ndarray:
         """Confidence in the predicted class ``y_pred`` (never the true label) per sample.
 
         ``scale="softmax"`` (default, as the authors' failure-prediction and
@@ -184,13 +237,15 @@ class _PointwiseScores:
         ``-log2 g0(y_pred)`` of the null model, which shifts every sample predicted as a class
         by the same amount, so the raw ranking mixes confidence with the prior of the predicted
         class; in the softmax the offsets of all classes enter each sample's normalisation.
+        ``base`` is the softmax's base (see :meth:`predict_proba`).
         """
         if scale not in self.SCALES:
             raise ValueError(f"scale must be one of {self.SCALES}, got {scale!r}")
+        V.number("base", base, low=1.0, low_open=True)
         s = self.score_samples(X)
         pred = check_labels(y_pred, len(s), s.shape[1], name="y_pred")
         rows = np.arange(len(s))
-        return s[rows, pred] if scale == "raw" else softmax(s)[rows, pred]
+        return s[rows, pred] if scale == "raw" else softmax(s, base=base)[rows, pred]
 
 
 def _features(extractor: Callable[[Any], Any] | None, X: Any) -> torch.Tensor:
@@ -268,16 +323,33 @@ class PVI(_PointwiseScores):
             )
         for name in ("epochs", "null_epochs", "null_patience"):
             _check_positive_int(name, getattr(self, name))
-        if not isinstance(self.null_min_delta, (int, float)) or self.null_min_delta < 0:
-            raise ValueError(f"null_min_delta must be >= 0, got {self.null_min_delta!r}")
+        V.number("null_min_delta", self.null_min_delta, low=0.0)
+        if not isinstance(self.calibrate, (bool, np.bool_)):
+            raise ValueError(f"calibrate must be True or False, got {self.calibrate!r}")
+        _seed(self.random_state)
+        _callable_or_none("progress", self.progress)
         _check_positive_int("batch_size", self.batch_size)
         _check_positive("lr", self.lr)
+        hidden = self.hidden
+        if not (
+            isinstance(hidden, (tuple, list))
+            and hidden
+            and all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hidden)
+        ):
+            raise ValueError(
+                f"hidden must be a non-empty sequence of positive integers, got {hidden!r}"
+            )
         if self.model_fn is not None and not callable(self.model_fn):
             raise TypeError(f"model_fn must build a fresh nn.Module, got {self.model_fn!r}")
 
     def _new_model(self, x: torch.Tensor, k: int) -> nn.Module:
         if self.model_fn is not None:
-            return self.model_fn()
+            built = self.model_fn()
+            if not isinstance(built, nn.Module):
+                raise TypeError(
+                    f"model_fn must return a fresh nn.Module, got {type(built).__name__}"
+                )
+            return built
         if isinstance(self.g_prime, nn.Module):
             fresh = copy.deepcopy(self.g_prime)
             for m in fresh.modules():
@@ -347,7 +419,7 @@ class PVI(_PointwiseScores):
         x = as_tensor(X)
         k_hint = None
         if isinstance(self.g_prime, nn.Module):
-            k_hint = predict_logits(self.g_prime, x[:1]).shape[1]
+            k_hint = _logits(self.g_prime, x[:1], 1, "g_prime").shape[1]
         labels, k = _labels(y, len(x), k_hint)
         yt = torch.as_tensor(labels)
         torch.manual_seed(self.random_state)
@@ -355,6 +427,7 @@ class PVI(_PointwiseScores):
             g = self.g_prime
         else:
             g = self._new_model(x, k)
+            _logits(g, x[:2], 2, "the model built by model_fn")  # fails here, clearly
             self._train(g, x, yt)
         out_k = predict_logits(g, x[:1]).shape[1]
         if out_k != k:
@@ -365,7 +438,13 @@ class PVI(_PointwiseScores):
         zeros = torch.zeros_like(x[: min(len(x), 256)])
         if isinstance(self.null, nn.Module):
             self.null_model_ = self.null
-            null_logits = null_model_logits(self.null, zeros)
+            try:
+                null_logits = null_model_logits(self.null, zeros)
+            except RuntimeError as exc:
+                raise ValueError(
+                    f"the null model cannot be applied to zero inputs shaped like X "
+                    f"{tuple(x.shape[1:])} ({exc})"
+                ) from exc
         elif isinstance(self.null, str) and self.null == "train":
             n0 = self._new_model(x, k)
             self._train_null(n0, torch.zeros_like(x), yt)
@@ -375,9 +454,22 @@ class PVI(_PointwiseScores):
             if isinstance(self.null, str):  # "prior"
                 priors = np.bincount(labels, minlength=k) / len(labels)
             else:
-                priors = np.asarray(self.null, dtype=np.float64)
-                if priors.shape != (k,) or priors.min() < 0 or abs(priors.sum() - 1) > 1e-6:
-                    raise ValueError(f"null priors must be {k} probabilities summing to 1")
+                try:
+                    priors = np.asarray(self.null, dtype=np.float64)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(
+                        f"null priors must be {k} probabilities summing to 1, got {self.null!r}"
+                    ) from exc
+                if (
+                    priors.shape != (k,)
+                    or not np.all(np.isfinite(priors))
+                    or priors.min() < 0
+                    or abs(priors.sum() - 1) > 1e-6
+                ):
+                    raise ValueError(
+                        f"null priors must be {k} finite probabilities summing to 1, got "
+                        f"{self.null!r}"
+                    )
             if priors.min() <= 0:
                 raise ValueError("null priors must be > 0 for every class (a class has none)")
             null_logits = np.log(priors)
@@ -388,6 +480,11 @@ class PVI(_PointwiseScores):
             if X_val is None or y_val is None:
                 raise ValueError("calibrate=True needs X_val and y_val passed to fit")
             xv = as_tensor(X_val, "X_val")
+            if tuple(xv.shape[1:]) != tuple(x.shape[1:]):
+                raise ValueError(
+                    f"X_val must have samples of shape {tuple(x.shape[1:])} (as X), got "
+                    f"{tuple(xv.shape[1:])}"
+                )
             yv, _ = _labels(y_val, len(xv), k)
             self.temperature_ = fit_temperature(predict_logits(g, xv), yv)
             if self.null_model_ is not None:
@@ -426,11 +523,13 @@ class SeparableCritic(nn.Module):
     def __init__(self, dim_x: int, num_classes: int, hidden: int, embed_dim: int) -> None:
         super().__init__()
         _check_critic(dim_x, num_classes, hidden, embed_dim)
+        self.dim_x, self.num_classes = int(dim_x), int(num_classes)
         self.g = MLP(dim_x, (hidden,), embed_dim)
         self.h = MLP(num_classes, (hidden,), embed_dim)
 
     def forward(self, x: torch.Tensor, y_onehot: torch.Tensor) -> torch.Tensor:
         """``(len(x), len(y))`` scores ``f(x_i, y_j)``."""
+        _check_pairs(x, y_onehot, self.dim_x, self.num_classes)
         return self.g(x) @ self.h(y_onehot).T
 
 
@@ -440,15 +539,25 @@ class ConcatCritic(nn.Module):
     def __init__(self, dim_x: int, num_classes: int, hidden: int) -> None:
         super().__init__()
         _check_critic(dim_x, num_classes, hidden, 1)
+        self.dim_x, self.num_classes = int(dim_x), int(num_classes)
         self.f = MLP(dim_x + num_classes, (hidden,), 1)
 
     def forward(self, x: torch.Tensor, y_onehot: torch.Tensor) -> torch.Tensor:
         """``(len(x), len(y))`` scores ``f(x_i, y_j)``."""
+        _check_pairs(x, y_onehot, self.dim_x, self.num_classes)
         nx, ny = len(x), len(y_onehot)
         pairs = torch.cat(
             [x[:, None, :].expand(nx, ny, -1), y_onehot[None, :, :].expand(nx, ny, -1)], dim=2
         )
         return self.f(pairs.reshape(nx * ny, -1)).reshape(nx, ny)
+
+
+def _check_pairs(x: Any, y_onehot: Any, dim_x: int, num_classes: int) -> None:
+    for name, t, width in (("x", x, dim_x), ("y_onehot", y_onehot, num_classes)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2 or t.shape[1] != width:
+            raise ValueError(f"{name} must have shape (n, {width}), got {tuple(t.shape)}")
 
 
 def _offdiag_mean(m: torch.Tensor) -> torch.Tensor:
@@ -466,6 +575,8 @@ def critic_loss(scores: torch.Tensor, objective: str) -> torch.Tensor:
     - ``js``: the Jensen-Shannon f-GAN bound, ``E_p[softplus(-s)] + E_q[softplus(s)]``;
       optimum ``s = log p / q``.
     """
+    if not isinstance(scores, torch.Tensor):
+        raise TypeError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
     if scores.dim() != 2 or scores.shape[0] != scores.shape[1] or scores.shape[0] < 2:
         raise ValueError(f"scores must be a (B, B) matrix with B >= 2, got {tuple(scores.shape)}")
     diag = scores.diagonal()
@@ -544,13 +655,16 @@ class PMI(_PointwiseScores):
                 f"batch_size must be >= 2 (pairs need negatives), got {self.batch_size}"
             )
         _check_positive("lr", self.lr)
+        _callable_or_none("feature_extractor", self.feature_extractor)
+        _callable_or_none("progress", self.progress)
+        seed = _seed(self.random_state)
         feats = _features(self.feature_extractor, X)
         if feats.dim() != 2:
             raise ValueError(f"features must be 2-D (n, d), got shape {tuple(feats.shape)}")
-        labels, k = _labels(y, len(feats), self.num_classes)
+        labels, k = _labels(y, len(feats), _num_classes(self.num_classes))
         if len(feats) < 2:
             raise ValueError("PMI needs at least 2 samples")
-        torch.manual_seed(self.random_state)
+        torch.manual_seed(seed)
         net: nn.Module = (
             SeparableCritic(feats.shape[1], k, self.hidden, self.embed_dim)
             if self.critic == "separable"
@@ -576,6 +690,7 @@ class PMI(_PointwiseScores):
         )
         net.eval()
         self.critic_, self.n_classes_ = net, k
+        self.n_features_ = int(feats.shape[1])
         self.train_batch_size_ = min(self.batch_size, len(feats))
         return self
 
@@ -584,6 +699,11 @@ class PMI(_PointwiseScores):
         """``(n, K)`` PMI in bits for every candidate class."""
         self._fitted()
         feats = _features(self.feature_extractor, X)
+        if feats.dim() != 2 or feats.shape[1] != self.n_features_:
+            raise ValueError(
+                f"features must be (n, {self.n_features_}) like the fitted ones, got "
+                f"{tuple(feats.shape)}"
+            )
         eye = torch.eye(self.n_classes_)
         s = torch.cat([self.critic_(feats[i : i + 4096], eye) for i in range(0, len(feats), 4096)])
         s = s.double()
@@ -635,15 +755,17 @@ class PSI(_PointwiseScores):
         """Draw the slices and fit the per-class histograms on features of ``X``."""
         _check_positive_int("n_slices", self.n_slices)
         _check_positive_int("n_bins", self.n_bins)
-        _check_positive("floor", self.floor)
+        V.number("floor", self.floor, low=0.0, high=1.0, low_open=True, high_open=True)
+        _callable_or_none("feature_extractor", self.feature_extractor)
+        seed = _seed(self.random_state)
         feats = _features(self.feature_extractor, X).double().numpy()
         if feats.ndim != 2:
             raise ValueError(f"features must be 2-D (n, d), got shape {feats.shape}")
-        labels, k = _labels(y, len(feats), self.num_classes)
+        labels, k = _labels(y, len(feats), _num_classes(self.num_classes))
         counts = np.bincount(labels, minlength=k)
         if counts.min() == 0:
             raise ValueError(f"every class needs training samples; class counts are {counts}")
-        rng = np.random.default_rng(self.random_state)
+        rng = np.random.default_rng(seed)
         theta = rng.standard_normal((self.n_slices, feats.shape[1]))
         theta /= np.linalg.norm(theta, axis=1, keepdims=True)
         proj = feats @ theta.T  # (n, S)

