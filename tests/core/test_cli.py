@@ -83,3 +83,15 @@ def test_collect_then_publish(tmp_path):
     results = json.loads((tmp_path / "pub" / "results.json").read_text())
     assert {m["method"] for m in results["methods"]} == {"signsgd_risk", "pan_privacy"}
     assert {s["source"] for s in results["sources"]} == {str(first), str(second)}
+
+
+def test_scipy_methods_import_without_torch():
+    """constrained_clustering and pan_privacy are SciPy/NumPy methods: importing them must not
+    import torch (2 s), which core.validate imported before (issue 56 item 10)."""
+    code = (
+        "import sys, icml25.constrained_clustering, icml25.pan_privacy; "
+        "print('torch' in sys.modules)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

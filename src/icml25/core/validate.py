@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
+
+
+def _is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a ``torch.Tensor``, without importing torch (2 s) for methods that
+    never use it: a tensor exists only once torch is imported."""
+    torch_module = sys.modules.get("torch")
+    return torch_module is not None and isinstance(value, torch_module.Tensor)
 
 
 def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
@@ -65,7 +75,7 @@ def number(
     """``value`` as a finite ``float`` in the given (open or closed) interval."""
     bounds = _bounds(low, high, low_open, high_open)
     what = "a finite number" + (f" {bounds}" if bounds else "")
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
+    if _is_tensor(value) and value.numel() == 1:
         value = value.item()
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.item()
@@ -103,7 +113,7 @@ def finite_array(
 ) -> np.ndarray:
     """``value`` as a float64 NumPy array with ``ndim`` dimensions (one of, if a tuple), at
     least ``min_len`` rows, and no NaN or inf."""
-    if isinstance(value, torch.Tensor):
+    if _is_tensor(value):
         value = value.detach().cpu().numpy()
     try:
         arr = np.asarray(value, dtype=np.float64)
@@ -122,6 +132,8 @@ def finite_array(
 
 def finite_tensor(name: str, value: Any) -> torch.Tensor:
     """A ``torch.Tensor`` with no NaN or inf (floating tensors are checked; others pass)."""
+    import torch
+
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if value.is_floating_point() and not bool(torch.isfinite(value).all()):
@@ -133,7 +145,7 @@ def finite_tensor(name: str, value: Any) -> torch.Tensor:
 def class_labels(name: str, value: Any, n: int | None = None) -> np.ndarray:
     """Integer class labels (``int64``, all >= 0); fractional, negative or non-finite labels are
     refused rather than truncated. ``n`` checks the length."""
-    arr = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+    arr = np.asarray(value.detach().cpu() if _is_tensor(value) else value)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array of class labels, got shape {arr.shape}")
     if n is not None and len(arr) != n:
