@@ -1183,30 +1183,51 @@ CASES += [
         ValueError,
         "n_samples",
     ),
-    Case("signsgd.risk_ode:K", lambda: sg.risk_ode(-_K, _t0, _ts), ValueError, "K"),
+    Case("signsgd.risk_ode:K", lambda: sg.risk_ode(-_K, _t0, _ts, t_max=1.0), ValueError, "K"),
     Case(
         "signsgd.risk_ode:t_max", lambda: sg.risk_ode(_K, _t0, _ts, t_max=-1.0), ValueError, "t_max"
     ),
-    Case("signsgd.risk_ode:theta", lambda: sg.risk_ode(_K, np.ones(3), _ts), ValueError, "theta0"),
+    Case(
+        "signsgd.risk_ode:theta",
+        lambda: sg.risk_ode(_K, np.ones(3), _ts, t_max=1.0),
+        ValueError,
+        "theta0",
+    ),
     Case(
         "signsgd.risk_ode:optimizer",
-        lambda: sg.risk_ode(_K, _t0, _ts, optimizer="adam"),
+        lambda: sg.risk_ode(_K, _t0, _ts, optimizer="adam", t_max=1.0),
         ValueError,
         "optimizer",
     ),
-    Case("signsgd.simulate:lr", lambda: sg.simulate(_K, _t0, _ts, lr=0.0), ValueError, "lr"),
-    Case("signsgd.simulate:chunk", lambda: sg.simulate(_K, _t0, _ts, chunk=0), ValueError, "chunk"),
     Case(
-        "signsgd.simulate:nan theta", lambda: sg.simulate(_K, _t0 * NAN, _ts), ValueError, "theta0"
+        "signsgd.simulate:lr",
+        lambda: sg.simulate(_K, _t0, _ts, lr=0.0, t_max=1.0),
+        ValueError,
+        "lr",
+    ),
+    Case(
+        "signsgd.simulate:chunk",
+        lambda: sg.simulate(_K, _t0, _ts, chunk=0, t_max=1.0),
+        ValueError,
+        "chunk",
+    ),
+    Case(
+        "signsgd.simulate:nan theta",
+        lambda: sg.simulate(_K, _t0 * NAN, _ts, t_max=1.0),
+        ValueError,
+        "theta0",
     ),
     Case(
         "signsgd.simulate_adam:beta2",
-        lambda: sg.simulate_adam(_K, _t0, _ts, beta2=1.0),
+        lambda: sg.simulate_adam(_K, _t0, _ts, beta2=1.0, t_max=1.0),
         ValueError,
         "beta2",
     ),
     Case(
-        "signsgd.adam_ode:beta1", lambda: sg.adam_ode(_K, _t0, _ts, beta1=-0.1), ValueError, "beta1"
+        "signsgd.adam_ode:beta1",
+        lambda: sg.adam_ode(_K, _t0, _ts, beta1=-0.1, t_max=1.0),
+        ValueError,
+        "beta1",
     ),
     Case(
         "signsgd.adam_coefficients:n_chains",

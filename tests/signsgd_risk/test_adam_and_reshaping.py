@@ -138,15 +138,15 @@ def test_uncentred_gap_sits_at_the_monte_carlo_floor():
 def test_new_functions_reject_bad_arguments():
     K, th0, ths = _problem(5)
     with pytest.raises(ValueError, match="beta1"):
-        adam_ode(K, th0, ths, beta1=1.0)
+        adam_ode(K, th0, ths, beta1=1.0, t_max=1.0)
     with pytest.raises(ValueError, match="beta2"):
-        adam_ode(K, th0, ths, beta2=1.5)
+        adam_ode(K, th0, ths, beta2=1.5, t_max=1.0)
     with pytest.raises(ValueError, match="beta2"):
-        simulate_adam(K, th0, ths, beta2=1.0)
+        simulate_adam(K, th0, ths, beta2=1.0, t_max=1.0)
     with pytest.raises(ValueError, match="no homogenized ODE"):
-        adam_ode(K, th0, ths, beta1=0.9, beta2=0.0)
+        adam_ode(K, th0, ths, beta1=0.9, beta2=0.0, t_max=1.0)
     with pytest.raises(ValueError, match="diagonal K only"):
-        adam_ode(np.eye(5) + 0.1, th0, ths)
+        adam_ode(np.eye(5) + 0.1, th0, ths, t_max=1.0)
     with pytest.raises(ValueError, match="n_chains"):
         adam_coefficients(0.5, beta1=0.5, beta2=0.5, n_chains=0)
     with pytest.raises(ValueError, match="method"):
@@ -156,9 +156,9 @@ def test_new_functions_reject_bad_arguments():
     with pytest.raises(ValueError, match="risk must be positive"):
         adam_coefficients([0.5, 0.1], beta1=0.5, beta2=0.5)
     with pytest.raises(ValueError, match="eps"):
-        simulate_adam(K, th0, ths, eps=-1.0)
+        simulate_adam(K, th0, ths, eps=-1.0, t_max=1.0)
     with pytest.raises(ValueError, match="chunk"):
-        simulate_adam(K, th0, ths, chunk=0)
+        simulate_adam(K, th0, ths, chunk=0, t_max=1.0)
     with pytest.raises(ValueError, match="n_samples"):
         effects.reshaping_floor(np.eye(2), 0)
     with pytest.raises(ValueError, match="K_sigma"):

@@ -32,18 +32,38 @@ def _param() -> nn.Parameter:
 
 ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     # numbers passed as strings (float("0.3") used to accept them)
-    ("risk_ode lr str", lambda: sg.risk_ode(_K, _t0, _ts, lr="0.3"), TypeError, "lr must be"),
+    (
+        "risk_ode lr str",
+        lambda: sg.risk_ode(_K, _t0, _ts, lr="0.3", t_max=1.0),
+        TypeError,
+        "lr must be",
+    ),
     ("risk_ode t_max str", lambda: sg.risk_ode(_K, _t0, _ts, t_max="2"), ValueError, "t_max"),
-    ("risk_ode K str", lambda: sg.risk_ode(["1"] * 4, _t0, _ts), TypeError, "K must be an array"),
+    (
+        "risk_ode K str",
+        lambda: sg.risk_ode(["1"] * 4, _t0, _ts, t_max=1.0),
+        TypeError,
+        "K must be an array",
+    ),
     (
         "risk_ode theta str",
-        lambda: sg.risk_ode(_K, ["1"] * 4, _ts),
+        lambda: sg.risk_ode(_K, ["1"] * 4, _ts, t_max=1.0),
         TypeError,
         "theta0 must be an array",
     ),
     ("risk_ode times str", lambda: sg.risk_ode(_K, _t0, _ts, times=["0"]), TypeError, "times"),
-    ("risk_ode rtol str", lambda: sg.risk_ode(_K, _t0, _ts, rtol="1e-7"), ValueError, "rtol"),
-    ("risk_ode rtol<0", lambda: sg.risk_ode(_K, _t0, _ts, rtol=-1.0), ValueError, "rtol"),
+    (
+        "risk_ode rtol str",
+        lambda: sg.risk_ode(_K, _t0, _ts, rtol="1e-7", t_max=1.0),
+        ValueError,
+        "rtol",
+    ),
+    (
+        "risk_ode rtol<0",
+        lambda: sg.risk_ode(_K, _t0, _ts, rtol=-1.0, t_max=1.0),
+        ValueError,
+        "rtol",
+    ),
     ("simulate t_max str", lambda: sg.simulate(_K, _t0, _ts, t_max="1"), ValueError, "t_max"),
     ("phi risk str", lambda: sg.phi("0.5"), ValueError, "risk must be a number >= 0"),
     ("Cauchy gamma str", lambda: sg.CauchyNoise("0.5"), ValueError, "gamma must be"),
@@ -86,10 +106,17 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
         ValueError,
         "window",
     ),
-    ("simulate_adam eps str", lambda: sg.simulate_adam(_K, _t0, _ts, eps="0"), ValueError, "eps"),
+    (
+        "simulate_adam eps str",
+        lambda: sg.simulate_adam(_K, _t0, _ts, eps="0", t_max=1.0),
+        ValueError,
+        "eps",
+    ),
     (
         "adam_ode risk_grid str",
-        lambda: sg.adam_ode(_K, _t0, _ts, noise=sg.CauchyNoise(0.5), risk_grid=["1", "2"]),
+        lambda: sg.adam_ode(
+            _K, _t0, _ts, noise=sg.CauchyNoise(0.5), risk_grid=["1", "2"], t_max=1.0
+        ),
         TypeError,
         "risk_grid",
     ),
@@ -121,11 +148,36 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
         "risk",
     ),
     # seeds: fractional, a string of digits, a bare int (int(s) used to truncate or split them)
-    ("simulate seeds 1.5", lambda: sg.simulate(_K, _t0, _ts, seeds=[1.5]), ValueError, "seeds"),
-    ("simulate seeds '01'", lambda: sg.simulate(_K, _t0, _ts, seeds="01"), TypeError, "seeds"),
-    ("simulate seeds 3", lambda: sg.simulate(_K, _t0, _ts, seeds=3), TypeError, "sequence"),
-    ("simulate seeds []", lambda: sg.simulate(_K, _t0, _ts, seeds=[]), ValueError, "non-empty"),
-    ("simulate chunk bool", lambda: sg.simulate(_K, _t0, _ts, chunk=True), ValueError, "chunk"),
+    (
+        "simulate seeds 1.5",
+        lambda: sg.simulate(_K, _t0, _ts, seeds=[1.5], t_max=1.0),
+        ValueError,
+        "seeds",
+    ),
+    (
+        "simulate seeds '01'",
+        lambda: sg.simulate(_K, _t0, _ts, seeds="01", t_max=1.0),
+        TypeError,
+        "seeds",
+    ),
+    (
+        "simulate seeds 3",
+        lambda: sg.simulate(_K, _t0, _ts, seeds=3, t_max=1.0),
+        TypeError,
+        "sequence",
+    ),
+    (
+        "simulate seeds []",
+        lambda: sg.simulate(_K, _t0, _ts, seeds=[], t_max=1.0),
+        ValueError,
+        "non-empty",
+    ),
+    (
+        "simulate chunk bool",
+        lambda: sg.simulate(_K, _t0, _ts, chunk=True, t_max=1.0),
+        ValueError,
+        "chunk",
+    ),
     (
         "sign_gradient_moments rng str",
         lambda: sg.sign_gradient_moments(_K, _t0, rng="a"),
@@ -147,13 +199,13 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
     ),
     (
         "risk_ode lr(t) str",
-        lambda: sg.risk_ode(_K, _t0, _ts, lr=lambda t: "0.1"),
+        lambda: sg.risk_ode(_K, _t0, _ts, lr=lambda t: "0.1", t_max=1.0),
         ValueError,
         "lr(t) must return a finite number",
     ),
     (
         "risk_ode lr(t) vector",
-        lambda: sg.risk_ode(_K, _t0, _ts, lr=lambda t: np.ones(2)),
+        lambda: sg.risk_ode(_K, _t0, _ts, lr=lambda t: np.ones(2), t_max=1.0),
         ValueError,
         "lr(t) must return",
     ),
@@ -244,6 +296,6 @@ def test_numeric_look_alikes_are_still_accepted() -> None:
     assert np.all(np.isfinite(curve.risk))
     assert sg.GaussianNoise(np.float32(0.5)).std == 0.5
     assert sg.phi(0.5, np.float32(0.5)) == sg.phi(0.5, 0.5)
-    assert sg.simulate(_K, _t0, _ts, seeds=np.arange(2)).seeds == (0, 1)
+    assert sg.simulate(_K, _t0, _ts, seeds=np.arange(2), t_max=1.0).seeds == (0, 1)
     assert sg.SignSGD([_param()], lr=torch.tensor(0.1)).defaults["lr"] == pytest.approx(0.1)
-    assert sg.risk_ode(_K, _t0, _ts, lr=lambda t: np.float64(0.1)).risk[-1] > 0
+    assert sg.risk_ode(_K, _t0, _ts, lr=lambda t: np.float64(0.1), t_max=1.0).risk[-1] > 0

@@ -324,23 +324,23 @@ def test_bad_inputs_get_clear_errors():
     d = 3
     z = np.zeros(d)
     with pytest.raises(ValueError, match="positive semi-definite"):
-        risk_ode(np.array([[1.0, 2.0, 0], [2.0, 1.0, 0], [0, 0, 1.0]]), z, z)
+        risk_ode(np.array([[1.0, 2.0, 0], [2.0, 1.0, 0], [0, 0, 1.0]]), z, z, t_max=1.0)
     with pytest.raises(ValueError, match="symmetric"):
-        risk_ode(np.array([[1.0, 0.5, 0], [0.0, 1.0, 0], [0, 0, 1.0]]), z, z)
+        risk_ode(np.array([[1.0, 0.5, 0], [0.0, 1.0, 0], [0, 0, 1.0]]), z, z, t_max=1.0)
     with pytest.raises(ValueError, match="positive diagonal"):
-        simulate(np.diag([1.0, 0.0, 1.0]) + 0.0, z, z)
+        simulate(np.diag([1.0, 0.0, 1.0]) + 0.0, z, z, t_max=1.0)
     with pytest.raises(ValueError, match=r"theta0 must have shape \(3,\)"):
-        risk_ode(np.ones(d), np.zeros(4), z)
+        risk_ode(np.ones(d), np.zeros(4), z, t_max=1.0)
     with pytest.raises(ValueError, match="lr must be a finite number > 0"):
-        simulate(np.ones(d), z, z, lr=-0.1)
+        simulate(np.ones(d), z, z, lr=-0.1, t_max=1.0)
     with pytest.raises(ValueError, match="lr\\(t\\) must return a finite number"):
         risk_ode(np.ones(d), z, np.ones(d), lr=lambda t: 0.1 - t, t_max=1.0)
     with pytest.raises(ValueError, match="finite variance"):
-        risk_ode(np.ones(d), z, z, noise=CauchyNoise(1.0), optimizer="sgd")
+        risk_ode(np.ones(d), z, z, noise=CauchyNoise(1.0), optimizer="sgd", t_max=1.0)
     with pytest.raises(ValueError, match="optimizer must be one of"):
-        risk_ode(np.ones(d), z, z, optimizer="adam")
+        risk_ode(np.ones(d), z, z, optimizer="adam", t_max=1.0)
     with pytest.raises(TypeError, match="noise must be"):
-        risk_ode(np.ones(d), z, z, noise="gaussian")
+        risk_ode(np.ones(d), z, z, noise="gaussian", t_max=1.0)
     with pytest.raises(ValueError, match="gamma must be a finite number > 0"):
         CauchyNoise(-1.0)
     with pytest.raises(ValueError, match="times must lie"):
@@ -358,3 +358,22 @@ def test_learning_rate_schedule_is_used():
     assert decay.risk[-1] > const  # smaller steps, slower descent from this start
     sol = optimize.brentq(lambda P: P - 0.1, 0, 1)  # keeps scipy.optimize import honest
     assert sol == pytest.approx(0.1)
+
+
+def test_a_curve_prints_in_one_line_and_a_horizon_is_never_assumed():
+    """Issue 56 item 10: printing a RiskCurve or a Simulation shows a summary, not every array;
+    without t_max or times there is no horizon (1.0 was used silently); times alone set it."""
+    d = 50
+    K, th0, ths = np.ones(d), np.zeros(d), np.ones(d) / np.sqrt(d)
+    curve = risk_ode(K, th0, ths, t_max=2.0)
+    text = repr(curve)
+    assert "\n" not in text and "201 points, t 0..2" in text and "signsgd" in text
+    sim = simulate(K, th0, ths, t_max=0.5, seeds=[0, 1])
+    assert "\n" not in repr(sim) and "seeds=(0, 1)" in repr(sim)
+    with pytest.raises(ValueError, match="give t_max"):
+        risk_ode(K, th0, ths)
+    with pytest.raises(ValueError, match="give t_max"):
+        simulate(K, th0, ths)
+    assert risk_ode(K, th0, ths, times=[0.0, 0.7]).t[-1] == pytest.approx(0.7)
+    with pytest.raises(TypeError, match=r"e\.g\. range\(3\)"):
+        simulate(K, th0, ths, t_max=0.5, seeds=3)

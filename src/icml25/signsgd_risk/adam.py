@@ -58,6 +58,7 @@ from icml25.signsgd_risk.noise import GaussianNoise, LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     LearningRate,
     RiskCurve,
+    _curve_repr,
     check_covariance,
     check_times,
     check_vectors,
@@ -262,6 +263,9 @@ class AdamCurve(RiskCurve):
     coefficients: AdamCoefficients | None = None
     left_grid: bool = False
 
+    def __repr__(self) -> str:
+        return _curve_repr(self, f"optimizer={self.optimizer!r}, left_grid={self.left_grid}")
+
 
 def adam_ode(
     K: object,
@@ -270,7 +274,7 @@ def adam_ode(
     *,
     noise: LabelNoise | float | None = None,
     lr: LearningRate = 0.1,
-    t_max: float = 1.0,
+    t_max: float | None = None,
     beta1: float = 0.9,
     beta2: float = 0.999,
     times: object = None,
@@ -342,7 +346,7 @@ def simulate_adam(
     *,
     noise: LabelNoise | float | None = None,
     lr: LearningRate = 0.1,
-    t_max: float = 1.0,
+    t_max: float | None = None,
     beta1: float = 0.9,
     beta2: float = 0.999,
     eps: float = 0.0,

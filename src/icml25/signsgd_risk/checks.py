@@ -60,7 +60,12 @@ def positive(name: str, value: Any) -> float:
 def seed_tuple(name: str, seeds: Any) -> tuple[int, ...]:
     """A non-empty sequence of integers >= 0 (``1.5``, ``"01"`` and ``True`` are refused)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence | np.ndarray):
-        raise TypeError(f"{name} must be a sequence of non-negative integers, got {seeds!r}")
+        hint = (
+            f" (e.g. range({seeds}) for {seeds} seeds, or [{seeds}])"
+            if isinstance(seeds, int)
+            else ""
+        )
+        raise TypeError(f"{name} must be a sequence of non-negative integers, got {seeds!r}{hint}")
     out = tuple(integer(name, s, low=0) for s in seeds)
     if not out:
         raise ValueError(f"{name} must be a non-empty sequence of non-negative integers, got []")

@@ -25,7 +25,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import integrate, linalg, optimize
@@ -115,7 +115,16 @@ def lr_function(lr: LearningRate) -> Callable[[float], float]:
 
 def check_times(t_max: object, times: object, default: int) -> tuple[float, np.ndarray]:
     """``t_max`` (a positive number) and the requested times: an increasing 1-D array in
-    ``[0, t_max]``, by default ``default`` evenly spaced points."""
+    ``[0, t_max]``, by default ``default`` evenly spaced points. Without ``t_max`` the horizon
+    is the last requested time; with neither, an error (no horizon is assumed)."""
+    if t_max is None:
+        if times is None:
+            raise ValueError(
+                "give t_max (the horizon in units of d steps: t = steps / d) or times; "
+                "no horizon is assumed"
+            )
+        requested = real_array("times", times)
+        t_max = float(requested.max()) if requested.size else None
     t_end = positive("t_max", t_max)
     if times is None:
         return t_end, np.linspace(0.0, t_end, default)
@@ -180,6 +189,21 @@ class RiskCurve:
     effective_lr: np.ndarray
     optimizer: str
 
+    def __repr__(self) -> str:
+        return _curve_repr(self, f"optimizer={self.optimizer!r}")
+
+
+def _curve_repr(curve: Any, what: str) -> str:
+    """One line for a curve: its points, time range and risk at the ends (not every array)."""
+    t, risk = np.asarray(curve.t), np.asarray(curve.risk)
+    if t.size == 0:
+        return f"{type(curve).__name__}({what}, no points)"
+    r = risk if risk.ndim == 1 else risk.mean(axis=0)
+    return (
+        f"{type(curve).__name__}({what}, {t.size} points, t {t[0]:g}..{t[-1]:g}, "
+        f"risk {r[0]:.4g} -> {r[-1]:.4g})"
+    )
+
 
 def _spectral_form(
     K: np.ndarray, diag: bool, r0: np.ndarray, opt: Optimizer
@@ -221,7 +245,7 @@ def risk_ode(
     *,
     noise: LabelNoise | float | None = None,
     lr: LearningRate = 0.1,
-    t_max: float = 1.0,
+    t_max: float | None = None,
     optimizer: Optimizer = "signsgd",
     times: object = None,
     method: Literal["spectral", "matrix"] = "spectral",

@@ -42,6 +42,11 @@ class Simulation:
     optimizer: str
     iterates: np.ndarray | None = None
 
+    def __repr__(self) -> str:
+        from icml25.signsgd_risk.ode import _curve_repr
+
+        return _curve_repr(self, f"optimizer={self.optimizer!r}, seeds={self.seeds}")
+
     def mean(self) -> RiskCurve:
         """Mean over seeds as a :class:`RiskCurve` (effective lr left as NaN: not observed)."""
         return RiskCurve(
@@ -70,7 +75,7 @@ def as_generator(rng: object) -> np.random.Generator:
 
 
 def check_run(
-    seeds: Sequence[int], t_max: float, times: object, chunk: int
+    seeds: Sequence[int], t_max: float | None, times: object, chunk: int
 ) -> tuple[tuple[int, ...], np.ndarray]:
     """The seeds and the requested times of a simulation, after checking them and ``chunk``."""
     seed_list = seed_tuple("seeds", seeds)
@@ -86,7 +91,7 @@ def simulate(
     *,
     noise: LabelNoise | float | None = None,
     lr: LearningRate = 0.1,
-    t_max: float = 1.0,
+    t_max: float | None = None,
     optimizer: Optimizer = "signsgd",
     seeds: Sequence[int] = (0,),
     times: object = None,
