@@ -239,7 +239,8 @@ class OrcaLoca:
         cfg, g, pol = self.config, graph, self.policy
         calls = 0
 
-        def best(ids: list[str], k: int) -> list[str]:
+        def survivors(ids: list[str]) -> list[str]:
+            """The candidates scoring above the threshold, best first."""
             nonlocal calls
             scored = []
             for i in ids:
@@ -247,7 +248,10 @@ class OrcaLoca:
                 s = pol.score(i, g.source(i))
                 if s > cfg.score_threshold:
                     scored.append((-s, i))
-            return [i for _s, i in sorted(scored)[:k]]
+            return [i for _s, i in sorted(scored)]
+
+        def best(ids: list[str], k: int) -> list[str]:
+            return survivors(ids)[:k]
 
         if result.kind in ("class", "class_skeleton") and result.node:
             picks = best(g.children(result.node, "method"), cfg.top_k_methods)
@@ -266,9 +270,10 @@ class OrcaLoca:
             spread = [c for c in result.candidates if g.nodes[c].kind in ("class", "file")]
             picks = list(spread)
             funcs = [c for c in result.candidates if g.nodes[c].kind in ("function", "method")]
-            if funcs:
-                kept = best(funcs, cfg.top_k_disambiguation)
-                picks += kept[:1] if len(kept) <= cfg.top_k_disambiguation else kept
+            if funcs:  # official: at most top-k survivors -> only the best one
+                kept = survivors(funcs)
+                k = 1 if len(kept) <= cfg.top_k_disambiguation else cfg.top_k_disambiguation
+                picks += kept[:k]
         else:
             return 0
         for p in picks:
