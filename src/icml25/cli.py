@@ -101,10 +101,9 @@ def _parser() -> argparse.ArgumentParser:
         help="also write ./REPRODUCTION.md and ./docs/reproduction/ (figures, results.json)",
     )
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
-    loc.add_argument("issue_file", type=Path, help="a text file with the issue")
-    loc.add_argument("--repo", type=Path, required=True, help="the repository to search")
-    loc.add_argument("--reproducer", type=Path, default=None, help="a script whose trace seeds")
-    loc.add_argument("--max-steps", type=int, default=30, help="searches at most (default 30)")
+    from icml25.orcaloca.cli import add_arguments as add_localize_arguments
+
+    add_localize_arguments(loc)  # --model, --json, ...: defined beside the command
     return p
 
 
@@ -207,11 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "reproduce":
         return cmd_reproduce(args, argv)
     if args.command == "localize":
-        from icml25.orcaloca.cli import run_localize
+        from icml25.orcaloca.cli import run_from_args
 
-        return run_localize(
-            args.issue_file, args.repo, reproducer=args.reproducer, max_steps=args.max_steps
-        )
+        return run_from_args(args)
     return cmd_report(args)
 
 
