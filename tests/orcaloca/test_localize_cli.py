@@ -14,7 +14,7 @@ import pytest
 
 from icml25.cli import main
 from icml25.orcaloca.cli import make_policy, run_localize
-from icml25.orcaloca.policy import LLMPolicy, RetrievalPolicy
+from icml25.orcaloca.policy import LLMPolicy, ReadingPolicy, RetrievalPolicy
 
 GOOD = '        if letter == "alpha":\n            letter = "a"\n'
 BAD = '        if letter == "alpha":\n            letter = "b"\n'
@@ -97,7 +97,10 @@ def test_localize_text_output_via_main(buggy_packaging, capsys):
     [
         (["--max-steps", "0"], "--max-steps must be a positive integer, got 0"),
         (["--max-steps", "-3"], "--max-steps must be a positive integer, got -3"),
-        (["--model", "gpt-4"], "--model must be embedded, hf, hf:NAME_OR_PATH or openai:MODEL"),
+        (
+            ["--model", "gpt-4"],
+            "--model must be embedded, reading, hf, hf:NAME_OR_PATH or openai:MODEL",
+        ),
         (["--model", "openai:"], "needs a model name"),
         (["--model", "openai:m"], "needs --base-url"),
         (["--base-url", "http://x"], "--base-url goes with --model openai:MODEL"),
@@ -115,6 +118,7 @@ def test_usage_errors(buggy_packaging, capsys, argv, words):
 
 def test_model_specs():
     assert isinstance(make_policy("embedded"), RetrievalPolicy)
+    assert isinstance(make_policy("reading"), ReadingPolicy)
     pol = make_policy("openai:my-model", base_url="http://localhost:8000")
     assert isinstance(pol, LLMPolicy)
     assert pol.lm.model == "my-model" and pol.lm.base_url == "http://localhost:8000"

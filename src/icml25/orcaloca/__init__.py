@@ -25,7 +25,14 @@ from icml25.orcaloca.agent import (
 from icml25.orcaloca.bench import Benchmark, Bug, make_benchmark
 from icml25.orcaloca.graph import CodeGraph, Node, build_graph
 from icml25.orcaloca.metrics import Gold, MatchScores, auc, gold_from_patch, match
-from icml25.orcaloca.policy import Issue, LLMPolicy, Location, RetrievalPolicy, StepOutput
+from icml25.orcaloca.policy import (
+    Issue,
+    LLMPolicy,
+    Location,
+    ReadingPolicy,
+    RetrievalPolicy,
+    StepOutput,
+)
 from icml25.orcaloca.scheduler import SearchQueue
 from icml25.orcaloca.trace import TraceCall, trace_calls
 
@@ -42,6 +49,7 @@ __all__ = [
     "MatchScores",
     "Node",
     "OrcaLoca",
+    "ReadingPolicy",
     "RetrievalPolicy",
     "SearchAction",
     "SearchQueue",

@@ -3,7 +3,8 @@ ranked locations and the agent's trace, as text or as JSON (the command layer; t
 itself never prints).
 
 ``--model`` picks the decision maker: ``embedded`` (default, :class:`RetrievalPolicy`, no
-language model), ``hf`` / ``hf:NAME_OR_PATH`` (a local Hugging Face causal LM through
+language model), ``reading`` (:class:`ReadingPolicy`: embedded, its belief updated by what it
+reads), ``hf`` / ``hf:NAME_OR_PATH`` (a local Hugging Face causal LM through
 :class:`icml25.core.llm.HFLanguageModel`; plain ``hf`` is the cached SmolLM2) or
 ``openai:MODEL`` with ``--base-url URL`` (any OpenAI-compatible endpoint through
 :class:`icml25.core.llm.OpenAICompatibleLM`; the key, if any, is read from the environment
@@ -35,7 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default="embedded",
-        help="embedded (default, no LLM) | hf | hf:NAME_OR_PATH | openai:MODEL (with --base-url)",
+        help="embedded (default, no LLM) | reading (no LLM, belief updated on reading) | hf | "
+        "hf:NAME_OR_PATH | openai:MODEL (with --base-url)",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (openai:MODEL)")
     p.add_argument(
@@ -64,17 +66,19 @@ def make_policy(
     model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY"
 ) -> Any:
     """The decision maker a ``--model`` spec names (raises ValueError for a bad spec)."""
-    from icml25.orcaloca.policy import LLMPolicy, RetrievalPolicy
+    from icml25.orcaloca.policy import LLMPolicy, ReadingPolicy, RetrievalPolicy
 
     if not isinstance(model, str) or not model.strip():
         raise ValueError(
-            f"--model must be embedded, hf, hf:NAME_OR_PATH or openai:MODEL, got {model!r}"
+            f"--model must be embedded, reading, hf, hf:NAME_OR_PATH or openai:MODEL, got {model!r}"
         )
     kind, _, rest = model.partition(":")
     if kind != "openai" and base_url is not None:
         raise ValueError(f"--base-url goes with --model openai:MODEL, got --model {model!r}")
     if model == "embedded":
         return RetrievalPolicy()
+    if model == "reading":
+        return ReadingPolicy()
     if kind == "hf":
         from icml25.core.llm import HFLanguageModel
 
@@ -88,7 +92,7 @@ def make_policy(
 
         return LLMPolicy(OpenAICompatibleLM(base_url, rest, api_key=os.environ.get(api_key_env)))
     raise ValueError(
-        f"--model must be embedded, hf, hf:NAME_OR_PATH or openai:MODEL, got {model!r}"
+        f"--model must be embedded, reading, hf, hf:NAME_OR_PATH or openai:MODEL, got {model!r}"
     )
 
 
