@@ -99,7 +99,6 @@ NOT_YET_AUDITED = {
     "llmscan",
     "maple",
     "mirror_flow",
-    "orcaloca",
     "pan_privacy",
     "pfl_tradeoff",
     "pointwise_info",

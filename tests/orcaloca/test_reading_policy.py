@@ -81,3 +81,19 @@ def test_agent_runs_with_reading_policy():
     res = OrcaLoca(ReadingPolicy(), max_steps=5).localize(Issue(ISSUE), g)
     assert res.locations and res.tool_calls <= 5
     assert all(loc.node_id in g.nodes for loc in res.locations)
+
+
+def test_gold_shown_positions():
+    from icml25.orcaloca.reproduce import OracleReading, gold_shown
+
+    g = CodeGraph.from_sources(
+        {"m.py": "class C:\n    def f(self):\n        return 1\n\n\ndef h():\n    return 2\n"}
+    )
+    assert gold_shown(g, "m.py::C.f", (("function", "m.py::h"), ("class", "m.py::C"))) == 2
+    assert gold_shown(g, "m.py::C.f", (("class_skeleton", "m.py::C"),)) == 0  # no code shown
+    assert gold_shown(g, "m.py::h", (("error", None), ("file", "m.py"))) == 2
+    assert gold_shown(g, "m.py::h", ()) == 0
+    pol = OracleReading("m.py::h")
+    pol.prepare(Issue("nothing relevant"), g)
+    assert pol.posterior("m.py::h", g.source("m.py::h")) == 100
+    assert pol.belief("m.py::h") == pol.prior("m.py::h") < 100  # an oracle only once read

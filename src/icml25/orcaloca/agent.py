@@ -116,6 +116,8 @@ class LocalizationResult:
     policy_calls: int
     scorer_calls: int
     skipped: dict[str, str] = field(default_factory=dict)
+    context: tuple[tuple[str, str | None], ...] = ()
+    """The final context the conclusion was drawn from, in the order shown: (kind, node)."""
 
     @property
     def tool_calls(self) -> int:
@@ -288,9 +290,10 @@ class OrcaLoca:
         cache: dict[tuple[str, bool], dict[str, int]],
     ) -> list[SearchResult]:
         """The results the policy sees next: pruned by distance to ``bug_nodes`` (top
-        ``top_k_search``), or, without pruning, every result, newest first."""
+        ``top_k_search``), or, without pruning, every result, oldest first (the official
+        search cache is appended to)."""
         if not self.config.pruning:
-            return list(reversed(results))
+            return list(results)
         seen: set[str] = set()
         keep: list[tuple[float, int, SearchResult]] = []
         for i, r in enumerate(results):
@@ -422,6 +425,7 @@ class OrcaLoca:
             policy_calls,
             scorer_calls,
             dict(graph.skipped),
+            tuple((r.kind, r.node) for r in context),
         )
 
 
