@@ -5,11 +5,12 @@ Library: :func:`build_graph` / :class:`CodeGraph` (the ``ast`` code graph with "
 :class:`SearchQueue` (priority scheduling with re-sorting and redundancy control),
 :class:`OrcaLoca` / :func:`localize` (the agent: trace seeding, decomposition with relevance
 scoring, distance-aware pruning, stop rule, conclusion), the policies (:class:`RetrievalPolicy`,
-the embedded seeded non-LLM default, and :class:`LLMPolicy` around any ``icml25.core.llm``
-model), :func:`trace_calls` (a reproducer's real trace) and the metrics
-(:func:`gold_from_patch`, :func:`match`). Benchmark: :func:`make_benchmark` (bugs injected into
-standard-library modules). Reproduction: ``icml25 reproduce orcaloca``; command line:
-``icml25 localize ISSUE_FILE --repo PATH``.
+the embedded seeded non-LLM default; :class:`ReadingPolicy`, an embedded judge whose belief
+changes when it reads code; :class:`LLMPolicy` around any ``icml25.core.llm`` model),
+:func:`trace_calls` (a reproducer's real trace) and the metrics (:func:`gold_from_patch`,
+:func:`match`). Benchmark: :func:`make_benchmark` (bugs injected into standard-library modules).
+Reproduction: ``icml25 reproduce orcaloca``; command line: ``icml25 localize ISSUE_FILE --repo
+PATH [--model ...] [--json]``.
 """
 
 from icml25.core.registry import register
