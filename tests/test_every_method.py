@@ -89,7 +89,6 @@ NOT_YET_AUDITED = {
     "equilibrium_planner",
     "llmscan",
     "maple",
-    "orcaloca",
 }
 
 

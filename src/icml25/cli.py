@@ -107,10 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     col.add_argument("out", type=Path, help="folder for the collected results.json")
     col.add_argument("sources", type=Path, nargs="+", metavar="SOURCE", help="run folders")
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
-    loc.add_argument("issue_file", type=Path, help="a text file with the issue")
-    loc.add_argument("--repo", type=Path, required=True, help="the repository to search")
-    loc.add_argument("--reproducer", type=Path, default=None, help="a script whose trace seeds")
-    loc.add_argument("--max-steps", type=int, default=30, help="searches at most (default 30)")
+    from icml25.orcaloca.cli import add_arguments as add_localize_arguments
+
+    add_localize_arguments(loc)  # --model, --json, ...: defined beside the command
     return p
 
 
@@ -229,11 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "collect":
         return cmd_collect(args, argv)
     if args.command == "localize":
-        from icml25.orcaloca.cli import run_localize
+        from icml25.orcaloca.cli import run_from_args
 
-        return run_localize(
-            args.issue_file, args.repo, reproducer=args.reproducer, max_steps=args.max_steps
-        )
+        return run_from_args(args)
     return cmd_report(args)
 
 

@@ -51,9 +51,10 @@ def test_pruning_keeps_nearest_and_drops_files(repo):
     # h: area 1, helper 1, volume 2, _suffix NO_PATH; util.py is a file result: dropped
     assert [r.node for r in ctx] == [f"{s}::area", "pkg/util.py::helper", f"{s}::Box.volume"]
     assert g.hops(f"{s}::Box._suffix", f"{s}::_mul") == NO_PATH
-    # no potential locations: h = 0 for all, insertion order; unpruned: every result, newest first
+    # no potential locations: h = 0 for all, insertion order; unpruned: every result, oldest
+    # first (the official search cache is appended to)
     assert agent.context(results, [], g, {})[0].node == f"{s}::Box._suffix"
-    assert len(OrcaLoca(pruning=False).context(results, [], g, {})) == len(results)
+    assert OrcaLoca(pruning=False).context(results, [], g, {}) == results
 
 
 class FixedScore(RetrievalPolicy):
@@ -180,3 +181,36 @@ def test_tracer_seeds_rerank_formula(repo):
     pol.fixed["area"] = 50
     got = tracer_seeds(Issue("volume() is wrong", trace), g, pol)
     assert [a.arg("query_name") for a in got] == ["_mul", "helper"]
+
+
+def test_disambiguation_keeps_top_one_unless_more_than_top_k_survive():
+    """Official rule: > 75 survivors sorted; if at most ``top_k_disambiguation`` survive only
+    the best is queued, else the top k (the old code truncated first, so it always kept one)."""
+    from icml25.orcaloca import CodeGraph
+
+    src = {f"m{i}.py": "def run():\n    return 1\n" for i in range(5)}
+    g = CodeGraph.from_sources(src)
+    tools = SearchTools(g)
+    res = tools.execute(SearchAction.make("search_callable", query_name="run"))
+    assert res.kind == "disambiguation" and len(res.candidates) == 5
+
+    class ByFile(RetrievalPolicy):
+        def __init__(self, scores):
+            super().__init__()
+            self.fixed = scores
+
+        def score(self, node_id, code):
+            return self.fixed[node_id.split(".py")[0]]
+
+    def queued(scores):
+        pol = ByFile(scores)
+        pol.prepare(Issue("x"), g)
+        q = SearchQueue()
+        OrcaLoca(pol).decompose(res, g, q)
+        return [a.arg("file_path") for _p, a in q.items()]
+
+    # 3 survivors (<= top 3): only the best
+    assert queued({"m0": 80, "m1": 90, "m2": 76, "m3": 10, "m4": 75}) == ["m1.py"]
+    # 4 survivors (> top 3): the top 3
+    assert queued({"m0": 80, "m1": 90, "m2": 76, "m3": 99, "m4": 75}) == ["m3.py", "m1.py", "m0.py"]
+    assert queued({"m0": 1, "m1": 2, "m2": 3, "m3": 4, "m4": 5}) == []

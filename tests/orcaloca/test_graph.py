@@ -82,3 +82,124 @@ def test_hops_match_networkx(calls):
                 nx.shortest_path_length(G, b, a) if nx.has_path(G, b, a) else NO_PATH,
             )
             assert g.hops(a, b) == want
+
+
+# ------------------------------------------------------------------ the official graph (issue 51)
+OFFICIAL = """import os
+from pkg.shapes import Box
+
+try:
+    import fast
+except ImportError:
+    def fallback(x):
+        return x
+
+if os.name == "nt":
+    FLAG = 1
+
+    def guarded(x):
+        return helper(x)
+
+
+def helper(x):
+    return x
+
+
+def outer(x):
+    helper(x)
+
+    def inner(y):
+        return tidy(y)
+
+    return wrap(inner(x))
+
+
+def tidy(y):
+    return y
+
+
+def wrap(y):
+    return y
+
+
+class Shape:
+    def area(self):
+        def _half(v):
+            return v / 2
+
+        return _half(side())
+
+    class Meta:
+        def flag(self):
+            return 1
+
+
+def side():
+    return Box(1, 2)
+
+
+def build():
+    return Shape()
+
+
+def call_method_name():
+    return volume(3)
+"""
+
+
+def test_official_nodes_nested_and_guarded_defs():
+    g = CodeGraph.from_sources({"pkg/official.py": OFFICIAL})
+    f = "pkg/official.py"
+    kinds = {i: n.kind for i, n in g.nodes.items()}
+    assert kinds[f"{f}::fallback"] == "function"  # under except
+    assert kinds[f"{f}::guarded"] == "function"  # under if
+    assert kinds[f"{f}::FLAG"] == "global"  # guarded global
+    assert kinds[f"{f}::inner"] == "function"  # nested in a function: a function of the file
+    assert f"{f}::inner" in g.children(f)
+    assert kinds[f"{f}::Shape.area"] == "method"
+    assert kinds[f"{f}::Shape._half"] == "method"  # nested in a method: the class's method
+    assert f"{f}::Shape._half" in g.children(f"{f}::Shape", "method")
+    assert kinds[f"{f}::Meta"] == "class"  # nested class: a class of the file
+    assert kinds[f"{f}::Meta.flag"] == "method"
+    assert g.source(f"{f}::inner").strip().startswith("def inner")
+
+
+def test_official_references_no_class_callees_methods_as_callees():
+    g = CodeGraph.from_sources(
+        {
+            "pkg/official.py": OFFICIAL,
+            "pkg/shapes.py": "class Box:\n    def volume(self, d):\n        return d\n",
+        }
+    )
+    f = "pkg/official.py"
+    refs = set(g.references)
+    # calls that create objects (Box(...), Shape()) add no edge: classes are never callees
+    assert not any(g.nodes[b].kind == "class" for _a, b in refs)
+    assert not any(a in (f"{f}::side", f"{f}::build") for a, _b in refs)
+    # a bare name that only a method defines is a callee (the official def table has methods)
+    assert (f"{f}::call_method_name", "pkg/shapes.py::Box.volume") in refs
+    # calls inside a nested def belong to it; the enclosing def's calls before it are its own,
+    # the ones after it are dropped (the official visitor resets its caller)
+    assert (f"{f}::outer", f"{f}::helper") in refs
+    assert (f"{f}::inner", f"{f}::tidy") in refs
+    assert (f"{f}::outer", f"{f}::wrap") not in refs
+    assert (f"{f}::outer", f"{f}::inner") not in refs
+    assert (f"{f}::Shape.area", f"{f}::side") not in refs  # after the nested _half
+    assert (f"{f}::Shape.area", f"{f}::Shape._half") not in refs
+    assert (f"{f}::guarded", f"{f}::helper") in refs
+
+
+def test_callee_is_most_similar_to_the_import():
+    """Two defs named ``run``: the import path picks the callee; without an import, the one
+    whose node name is closest to the caller's file."""
+    g = CodeGraph.from_sources(
+        {
+            "a/jobs.py": "def run():\n    return 1\n",
+            "b/tasks.py": "def run():\n    return 2\n",
+            "b/main.py": "from a.jobs import run\n\n\ndef go():\n    return run()\n",
+            "b/task2.py": "def go():\n    return run()\n",
+        }
+    )
+    refs = set(g.references)
+    assert ("b/main.py::go", "a/jobs.py::run") in refs
+    assert ("b/task2.py::go", "b/tasks.py::run") in refs

@@ -5,11 +5,12 @@ Library: :func:`build_graph` / :class:`CodeGraph` (the ``ast`` code graph with "
 :class:`SearchQueue` (priority scheduling with re-sorting and redundancy control),
 :class:`OrcaLoca` / :func:`localize` (the agent: trace seeding, decomposition with relevance
 scoring, distance-aware pruning, stop rule, conclusion), the policies (:class:`RetrievalPolicy`,
-the embedded seeded non-LLM default, and :class:`LLMPolicy` around any ``icml25.core.llm``
-model), :func:`trace_calls` (a reproducer's real trace) and the metrics
-(:func:`gold_from_patch`, :func:`match`). Benchmark: :func:`make_benchmark` (bugs injected into
-standard-library modules). Reproduction: ``icml25 reproduce orcaloca``; command line:
-``icml25 localize ISSUE_FILE --repo PATH``.
+the embedded seeded non-LLM default; :class:`ReadingPolicy`, an embedded judge whose belief
+changes when it reads code; :class:`LLMPolicy` around any ``icml25.core.llm`` model),
+:func:`trace_calls` (a reproducer's real trace) and the metrics (:func:`gold_from_patch`,
+:func:`match`). Benchmark: :func:`make_benchmark` (bugs injected into standard-library modules).
+Reproduction: ``icml25 reproduce orcaloca``; command line: ``icml25 localize ISSUE_FILE --repo
+PATH [--model ...] [--json]``.
 """
 
 from icml25.core.registry import register
@@ -25,7 +26,14 @@ from icml25.orcaloca.agent import (
 from icml25.orcaloca.bench import Benchmark, Bug, make_benchmark
 from icml25.orcaloca.graph import CodeGraph, Node, build_graph
 from icml25.orcaloca.metrics import Gold, MatchScores, auc, gold_from_patch, match
-from icml25.orcaloca.policy import Issue, LLMPolicy, Location, RetrievalPolicy, StepOutput
+from icml25.orcaloca.policy import (
+    Issue,
+    LLMPolicy,
+    Location,
+    ReadingPolicy,
+    RetrievalPolicy,
+    StepOutput,
+)
 from icml25.orcaloca.scheduler import SearchQueue
 from icml25.orcaloca.trace import TraceCall, trace_calls
 
@@ -42,6 +50,7 @@ __all__ = [
     "MatchScores",
     "Node",
     "OrcaLoca",
+    "ReadingPolicy",
     "RetrievalPolicy",
     "SearchAction",
     "SearchQueue",

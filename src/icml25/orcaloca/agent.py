@@ -116,6 +116,8 @@ class LocalizationResult:
     policy_calls: int
     scorer_calls: int
     skipped: dict[str, str] = field(default_factory=dict)
+    context: tuple[tuple[str, str | None], ...] = ()
+    """The final context the conclusion was drawn from, in the order shown: (kind, node)."""
 
     @property
     def tool_calls(self) -> int:
@@ -239,7 +241,8 @@ class OrcaLoca:
         cfg, g, pol = self.config, graph, self.policy
         calls = 0
 
-        def best(ids: list[str], k: int) -> list[str]:
+        def survivors(ids: list[str]) -> list[str]:
+            """The candidates scoring above the threshold, best first."""
             nonlocal calls
             scored = []
             for i in ids:
@@ -247,7 +250,10 @@ class OrcaLoca:
                 s = pol.score(i, g.source(i))
                 if s > cfg.score_threshold:
                     scored.append((-s, i))
-            return [i for _s, i in sorted(scored)[:k]]
+            return [i for _s, i in sorted(scored)]
+
+        def best(ids: list[str], k: int) -> list[str]:
+            return survivors(ids)[:k]
 
         if result.kind in ("class", "class_skeleton") and result.node:
             picks = best(g.children(result.node, "method"), cfg.top_k_methods)
@@ -266,9 +272,10 @@ class OrcaLoca:
             spread = [c for c in result.candidates if g.nodes[c].kind in ("class", "file")]
             picks = list(spread)
             funcs = [c for c in result.candidates if g.nodes[c].kind in ("function", "method")]
-            if funcs:
-                kept = best(funcs, cfg.top_k_disambiguation)
-                picks += kept[:1] if len(kept) <= cfg.top_k_disambiguation else kept
+            if funcs:  # official: at most top-k survivors -> only the best one
+                kept = survivors(funcs)
+                k = 1 if len(kept) <= cfg.top_k_disambiguation else cfg.top_k_disambiguation
+                picks += kept[:k]
         else:
             return 0
         for p in picks:
@@ -283,9 +290,10 @@ class OrcaLoca:
         cache: dict[tuple[str, bool], dict[str, int]],
     ) -> list[SearchResult]:
         """The results the policy sees next: pruned by distance to ``bug_nodes`` (top
-        ``top_k_search``), or, without pruning, every result, newest first."""
+        ``top_k_search``), or, without pruning, every result, oldest first (the official
+        search cache is appended to)."""
         if not self.config.pruning:
-            return list(reversed(results))
+            return list(results)
         seen: set[str] = set()
         keep: list[tuple[float, int, SearchResult]] = []
         for i, r in enumerate(results):
@@ -417,6 +425,7 @@ class OrcaLoca:
             policy_calls,
             scorer_calls,
             dict(graph.skipped),
+            tuple((r.kind, r.node) for r in context),
         )
 
 

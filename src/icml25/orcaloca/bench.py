@@ -1,16 +1,19 @@
 """An offline localization benchmark: bugs injected into pure-Python standard-library modules.
-
-The modules are copied into a work folder (the real standard library is never touched) and
-form the "repository". Each candidate bug is one single-line edit inside a function or method:
-flip a comparison, add one to an integer constant, swap the first two arguments of a call, or
-negate a condition. The mutated module is executed from its text under its own name, and the
-module's reproducers (public-API calls, :mod:`icml25.orcaloca.reproducers`) run on it with a
-cap on executed lines; a bug is kept only when a reproducer's result changes or it raises,
-and when the mutated function is not the API that reproducer calls (a helper at least one call
-below). The issue is written from that reproducer: its code, the output it gave (or its real
-traceback) and the output expected; the reproducer's real trace (:func:`trace_calls`) goes with
-it. Gold is the mutated function, from the AST diff (:func:`gold_from_patch`). Candidates are
-drawn in a seeded order, round robin over the modules, so the same arguments give the same bugs.
+The modules are copied into a work folder (the real standard library is never touched) and form
+the "repository". Each candidate bug is one single-line edit inside a function or method: flip a
+comparison, add one to an integer constant, swap the first two arguments of a call, or negate a
+condition. Each edit changes one token only (the comparison operator, the digit, the two
+arguments, or one ``not`` added to or deleted from a condition that needs no parentheses), so
+the mutant carries no mark of the edit. The mutated module is executed from its text under its
+own name, and the module's reproducers (public-API calls, :mod:`icml25.orcaloca.reproducers`)
+run on it with a cap on executed lines; a bug is kept only when a reproducer's result changes or
+it raises, and when the mutated function is neither the API that reproducer calls nor called
+directly by its code (per the trace: a helper at least one call below). Outcomes and issue texts
+name the module by its public name, never the work copy's internal one. The issue is written
+from that reproducer: its code, the output it gave (or its real traceback) and the output
+expected; the reproducer's real trace (:func:`trace_calls`) goes with it. Gold is the mutated
+function, from the AST diff (:func:`gold_from_patch`). Candidates are drawn in a seeded order,
+round robin over the modules, so the same arguments give the same bugs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import contextlib
 import importlib.util
 import io
 import linecache
+import re
 import sys
 import tempfile
 import traceback
@@ -52,6 +56,32 @@ _FLIP = {
     ast.Is: ast.IsNot,
     ast.IsNot: ast.Is,
 }
+_OP_TEXT: dict[type[ast.cmpop], str] = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+_OP_RE: dict[type[ast.cmpop], re.Pattern[bytes]] = {
+    ast.Lt: re.compile(rb"<(?!=)"),
+    ast.LtE: re.compile(rb"<="),
+    ast.Gt: re.compile(rb">(?!=)"),
+    ast.GtE: re.compile(rb">="),
+    ast.Eq: re.compile(rb"=="),
+    ast.NotEq: re.compile(rb"!="),
+    ast.In: re.compile(rb"(?<![A-Za-z0-9_])in(?![A-Za-z0-9_])"),
+    ast.NotIn: re.compile(rb"(?<![A-Za-z0-9_])not\s+in(?![A-Za-z0-9_])"),
+    ast.Is: re.compile(rb"(?<![A-Za-z0-9_])is(?![A-Za-z0-9_])"),
+    ast.IsNot: re.compile(rb"(?<![A-Za-z0-9_])is\s+not(?![A-Za-z0-9_])"),
+}
+_ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+"""Conditions that ``not`` negates without parentheses."""
 _REPRO = "reproducer.py"
 
 
@@ -101,6 +131,22 @@ def _seg(lines: list[bytes], node: ast.AST) -> tuple[int, int] | None:
     return node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
 
 
+def _op_token(lines: list[bytes], node: ast.Compare) -> tuple[int, int] | None:
+    """Byte columns of a one-line comparison's operator token (``None`` when it is not found
+    exactly once between the operands)."""
+    left, right = node.left, node.comparators[0]
+    sl, sr = _seg(lines, left), _seg(lines, right)
+    if not sl or not sr or left.lineno != right.lineno or left.lineno != node.lineno:
+        return None
+    gap = lines[node.lineno - 1][sl[1] : sr[0]]
+    hits = list(_OP_RE[type(node.ops[0])].finditer(gap))
+    if len(hits) != 1 or (type(node.ops[0]) is ast.In and re.search(rb"\bnot\b", gap)):
+        return None
+    if type(node.ops[0]) is ast.Is and re.search(rb"\bnot\b", gap):
+        return None
+    return sl[1] + hits[0].start(), sl[1] + hits[0].end()
+
+
 def _sites(source: str) -> list[_Site]:
     tree = ast.parse(source)
     lines = [ln.encode() for ln in source.splitlines()]
@@ -111,11 +157,10 @@ def _sites(source: str) -> list[_Site]:
             for node in ast.walk(stmt):
                 line = getattr(node, "lineno", 0)
                 if isinstance(node, ast.Compare) and len(node.ops) == 1:
-                    seg = _seg(lines, node)
                     flip = _FLIP.get(type(node.ops[0]))
-                    if seg and flip:
-                        new = ast.Compare(node.left, [flip()], node.comparators)
-                        out.append(_Site(q, "compare", line, ((*seg, f"({ast.unparse(new)})"),)))
+                    tok = _op_token(lines, node) if flip else None
+                    if flip and tok:
+                        out.append(_Site(q, "compare", line, ((*tok, _OP_TEXT[flip]),)))
                 elif (
                     isinstance(node, ast.Constant)
                     and type(node.value) is int
@@ -140,10 +185,16 @@ def _sites(source: str) -> list[_Site]:
                         if ta != tb:
                             out.append(_Site(q, "swap_args", a.lineno, ((*sb, ta), (*sa, tb))))
                 elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
-                    seg = _seg(lines, node.test)
-                    if seg:
-                        text = lines[node.test.lineno - 1][seg[0] : seg[1]].decode()
-                        out.append(_Site(q, "negate", node.test.lineno, ((*seg, f"not ({text})"),)))
+                    # negate by adding or deleting one ``not`` token, where no parentheses
+                    # are needed: ``if x.y:`` -> ``if not x.y:``, ``if not f(x):`` -> ``if f(x):``
+                    t = node.test
+                    seg = _seg(lines, t)
+                    if seg and isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not):
+                        inner = _seg(lines, t.operand)
+                        if inner and isinstance(t.operand, _ATOMS):
+                            out.append(_Site(q, "negate", t.lineno, ((seg[0], inner[0], ""),)))
+                    elif seg and isinstance(t, _ATOMS):
+                        out.append(_Site(q, "negate", t.lineno, ((seg[0], seg[0], "not "),)))
 
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef):
@@ -213,7 +264,14 @@ def _run(
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         value, exc, calls = trace_calls(go, files={rel: rel}, max_lines=max_lines)
-    return _outcome(value, exc), exc, calls
+    return _public(_outcome(value, exc), mod.__name__, rel), exc, calls
+
+
+def _public(text: str, internal: str, rel: str) -> str:
+    """``text`` with the work copy's internal module name replaced by the public one
+    (``orcabench_html_parser_mut`` -> ``html.parser``): the issue never names it, and an
+    outcome differing only by that name is not a bug."""
+    return text.replace(internal, rel.removesuffix(".py").replace("/", "."))
 
 
 def _short(text: str, limit: int = 400) -> str:
@@ -354,8 +412,10 @@ def _try(
             continue
         if isinstance(exc, LineBudgetExceeded) or site.qualname in apis:
             return None
+        if any(c.parent < 0 and c.qualname == site.qualname for c in calls):
+            return None  # the reproducer's own code calls the gold directly
         api = f"{bound}.{apis[0].split('.')[0]}" if apis else bound
-        text = issue_text(imp, snippet, api, got, want, exc)
+        text = _public(issue_text(imp, snippet, api, got, want, exc), mod.__name__, rel)
         return Bug(
             id=f"{rel}:{site.qualname}:{site.op}:L{site.line}",
             file=rel,

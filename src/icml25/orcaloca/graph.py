@@ -1,18 +1,26 @@
 """The code graph of a Python repository, built from ``ast``.
 
-Nodes are directories, ``.py`` files, top-level classes, top-level functions, methods (the
-direct ``def`` children of a class) and module-level global variables. Edges are directed:
+Nodes are directories, ``.py`` files, classes, functions, methods and module-level global
+variables. Edges are directed:
 
-- *contains*: directory -> subdirectory or file -> class / function / global -> method;
+- *contains*: directory -> subdirectory or file -> class / function / global; class -> method;
 - *references*: caller -> callee for calls written as a bare name ``f(...)`` inside a ``def``
-  (builtins and attribute calls such as ``self.f()`` add no edge). Among the definitions with
-  that name the callee is the one in the same file, else the one whose file path is most
-  similar to the module the name was imported from (or to the caller's file).
+  (builtins and attribute calls such as ``self.f()`` add no edge). Callees are ``def``s only --
+  functions and methods, never classes (a call that creates an object adds no edge). Among the
+  ``def``s with that name the callee is the one whose official node name
+  (``file::Class::method``) is most similar (``difflib`` ratio) to the import it came from
+  (``pkg/mod::name``) or, if the name was not imported, to the caller's file path.
 
-This follows OrcaLoca's ``Orcar/search/build_graph.py`` (read, not copied): ``async def`` is not
-a node, nested ``def``s belong to their outermost ``def``, paths under top-level ``tests/``,
-``testing/`` and ``doc/`` are skipped. Files that do not parse are skipped and listed in
-:attr:`CodeGraph.skipped` rather than stopping the build.
+This follows OrcaLoca's ``Orcar/search/build_graph.py`` (read, not copied): every non-async
+``def`` and every ``class`` is a node wherever it is written (nested in a ``def``, under
+``if``/``try``); a ``def`` in a class body or nested in a method is a method of the innermost
+class, any other is a function of its file; the calls of a ``def`` after a nested ``def`` in it
+are not attributed to anything (the official visitor resets its caller there); ``async def`` is
+not a node; module-level ``x = ...`` assignments, also under ``if``/``try``, are globals
+(annotated assignments are not). Paths under top-level ``tests/``, ``testing/`` and ``doc/`` are
+skipped. Files that do not parse are skipped and listed in :attr:`CodeGraph.skipped` rather than
+stopping the build. Node ids that collide (a nested ``def`` named like a top-level one) are one
+node: the first definition in the file.
 
 Node ids: ``"pkg/sub"`` (directory, ``""`` for the root), ``"pkg/mod.py"`` (file),
 ``"pkg/mod.py::Name"`` (class, function, global) and ``"pkg/mod.py::Class.method"``.
@@ -63,67 +71,94 @@ class _FileInfo:
     lines: list[str]
 
 
-def _module_path(module: str) -> str:
-    return module.replace(".", "/") + ".py"
+class _FileVisitor(ast.NodeVisitor):
+    """Nodes, contains edges and bare-name calls of one file, in the official visitors' order.
+
+    Every (non-async) ``def`` is a node wherever it sits, as every ``class`` is: nested defs,
+    defs under ``if``/``try`` and defs inside ``async def`` bodies. A ``def`` inside a class
+    body, or nested in a method, is a *method* of the innermost enclosing class (id
+    ``file::Class.name``), any other ``def`` is a *function* of the file (``file::name``); a
+    class nested anywhere is a class of the file. Module-level ``x = ...`` assignments (also
+    under ``if``/``try``) are globals. A bare-name call belongs to the ``def`` being visited;
+    as in the official reference visitor, that owner is cleared when a nested ``def`` ends, so
+    the enclosing ``def``'s later calls add no edge."""
+
+    def __init__(self, rel: str) -> None:
+        self.rel = rel
+        self.nodes: list[Node] = []
+        self.contains: list[tuple[str, str]] = []
+        self.calls: list[tuple[str, str]] = []
+        self.imports: dict[str, str] = {}
+        self.cls: str | None = None  # innermost enclosing class name
+        self.in_def = 0  # depth of enclosing defs (for globals)
+        self.owner: str | None = None  # the def that bare-name calls belong to
+        self._seen: set[tuple[str, str]] = set()
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:  # "a.b" -> "a::b", as the official reference visitor
+            mod, _, last = alias.name.rpartition(".")
+            self.imports[alias.asname or alias.name] = f"{mod.replace('.', '/')}::{last}"
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            mod = (node.module or "").replace(".", "/")
+            self.imports[alias.asname or alias.name] = f"{mod}::{alias.name}"
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        if self.cls is None:
+            nid, kind, q, parent = f"{self.rel}::{node.name}", "function", node.name, self.rel
+        else:
+            q = f"{self.cls}.{node.name}"
+            nid, kind, parent = f"{self.rel}::{q}", "method", f"{self.rel}::{self.cls}"
+        self.nodes.append(Node(nid, kind, self.rel, node.name, q, start, end))
+        self.contains.append((parent, nid))
+        self.owner = nid
+        self.in_def += 1
+        self.generic_visit(node)
+        self.in_def -= 1
+        self.owner = None  # official quirk: not restored to the enclosing def
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        cid = f"{self.rel}::{node.name}"
+        end = node.end_lineno or start
+        self.nodes.append(Node(cid, "class", self.rel, node.name, node.name, start, end))
+        self.contains.append((self.rel, cid))
+        outer, self.cls = self.cls, node.name
+        self.generic_visit(node)
+        self.cls = outer
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if self.cls is None and self.in_def == 0:
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    gid = f"{self.rel}::{t.id}"
+                    end = node.end_lineno or node.lineno
+                    self.nodes.append(Node(gid, "global", self.rel, t.id, t.id, node.lineno, end))
+                    self.contains.append((self.rel, gid))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        f = node.func
+        if self.owner is not None and isinstance(f, ast.Name) and f.id not in _BUILTINS:
+            if (self.owner, f.id) not in self._seen:
+                self._seen.add((self.owner, f.id))
+                self.calls.append((self.owner, f.id))
+        self.generic_visit(node)
 
 
 def _parse_file(rel: str, source: str) -> _FileInfo:
     """Nodes, contains edges and bare-name calls of one file (raises SyntaxError)."""
-    tree = ast.parse(source, filename=rel)
-    nodes: list[Node] = []
-    contains: list[tuple[str, str]] = []
-    calls: list[tuple[str, str]] = []
-    imports: dict[str, str] = {}
+    v = _FileVisitor(rel)
+    v.visit(ast.parse(source, filename=rel))
+    return _FileInfo(v.nodes, v.contains, v.calls, v.imports, source.splitlines())
 
-    def bare_calls(owner: str, fn: ast.AST) -> None:
-        seen: set[str] = set()
-        for sub in ast.walk(fn):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
-                name = sub.func.id
-                if name not in _BUILTINS and name not in seen:
-                    seen.add(name)
-                    calls.append((owner, name))
 
-    for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom) and stmt.module:
-            for alias in stmt.names:
-                imports[alias.asname or alias.name] = _module_path(stmt.module)
-        elif isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                imports[alias.asname or alias.name] = _module_path(alias.name)
-        elif isinstance(stmt, ast.FunctionDef):
-            nid = f"{rel}::{stmt.name}"
-            end = stmt.end_lineno or stmt.lineno
-            start = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-            nodes.append(Node(nid, "function", rel, stmt.name, stmt.name, start, end))
-            contains.append((rel, nid))
-            bare_calls(nid, stmt)
-        elif isinstance(stmt, ast.ClassDef):
-            cid = f"{rel}::{stmt.name}"
-            start = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-            nodes.append(
-                Node(cid, "class", rel, stmt.name, stmt.name, start, stmt.end_lineno or start)
-            )
-            contains.append((rel, cid))
-            for item in stmt.body:
-                if isinstance(item, ast.FunctionDef):
-                    q = f"{stmt.name}.{item.name}"
-                    mid = f"{rel}::{q}"
-                    mstart = min([item.lineno, *(d.lineno for d in item.decorator_list)])
-                    nodes.append(
-                        Node(mid, "method", rel, item.name, q, mstart, item.end_lineno or mstart)
-                    )
-                    contains.append((cid, mid))
-                    bare_calls(mid, item)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    gid = f"{rel}::{t.id}"
-                    end = stmt.end_lineno or stmt.lineno
-                    nodes.append(Node(gid, "global", rel, t.id, t.id, stmt.lineno, end))
-                    contains.append((rel, gid))
-    return _FileInfo(nodes, contains, calls, imports, source.splitlines())
+def _official_id(node: Node) -> str:
+    """A node's name as the official graph spells it (``file::Class::method``)."""
+    return f"{node.file}::{node.qualname.replace('.', '::')}"
 
 
 _PARSE_CACHE: dict[tuple[str, str], _FileInfo | SyntaxError] = {}
@@ -202,27 +237,23 @@ class CodeGraph:
             calls.extend((c, name, rel) for c, name in info.calls)
             imports[rel] = info.imports
             lines[rel] = info.lines
-        defs: dict[str, list[str]] = {}
+        defs: dict[str, list[str]] = {}  # def name -> function and method nodes (no classes)
         for n in nodes.values():
-            if n.kind in ("function", "class"):
+            if n.kind in ("function", "method"):
                 defs.setdefault(n.name, []).append(n.id)
         refs: list[tuple[str, str]] = []
         for caller, name, rel in calls:
             cands = defs.get(name)
             if not cands:
                 continue
-            same = [c for c in cands if nodes[c].file == rel]
-            if same:
-                callee = same[0]
-            else:
-                target = imports.get(rel, {}).get(name, rel)
-                callee = max(
-                    cands,
-                    key=lambda c: (
-                        difflib.SequenceMatcher(None, nodes[c].file, target).ratio(),
-                        c,
-                    ),
-                )
+            target = imports.get(rel, {}).get(name, rel)
+            callee = max(
+                cands,
+                key=lambda c: (
+                    difflib.SequenceMatcher(None, target, _official_id(nodes[c])).ratio(),
+                    _official_id(nodes[c]),
+                ),
+            )
             if callee != caller:
                 refs.append((caller, callee))
         succ: dict[str, list[str]] = {k: [] for k in nodes}

@@ -457,6 +457,191 @@ class RetrievalPolicy:
         return tuple(Location.of_node(g, i) for i in ranked[: self.max_locations])
 
 
+# --------------------------------------------------------------------------- reading policy
+@dataclass
+class _BM25:
+    n: int
+    avgdl: float
+    df: Counter[str]
+    docs: list[Counter[str]]
+    ids: list[str]
+
+
+_BM25_INDEX: dict[int, tuple[Any, _BM25]] = {}
+
+
+def _bm25_index(graph: CodeGraph) -> _BM25:
+    """Identifier statistics of a graph's function and method bodies (shared, like
+    :func:`_index`, by the graphs :meth:`CodeGraph.with_source` derives from one base)."""
+    hit = _BM25_INDEX.get(id(graph.nodes))
+    if hit is not None and hit[0] is graph.nodes:
+        return hit[1]
+    ids = [n.id for n in graph.nodes.values() if n.kind in ("function", "method")]
+    docs = [_doc(graph.source(i)) for i in ids]
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(d.keys())
+    n = max(len(docs), 1)
+    avgdl = (sum(sum(d.values()) for d in docs) / n) or 1.0
+    if len(_BM25_INDEX) > 8:
+        _BM25_INDEX.clear()
+    index = _BM25(n, avgdl, df, docs, ids)
+    _BM25_INDEX[id(graph.nodes)] = (graph.nodes, index)
+    return index
+
+
+class ReadingPolicy(RetrievalPolicy):
+    """An embedded decision maker whose belief about a location changes when it reads it.
+
+    Before reading a function or method, its belief is a *prior* from what the agent knows
+    without the body: ``100 sigmoid(3 overlap + 1.5 [traced] - 1)``, ``overlap`` the share of
+    the word pieces of ``Class.name`` that the issue contains, ``traced`` whether the
+    reproducer ran it. Once its code has been shown to the agent (the new result, or the
+    context within the window; a full class or file shows what it contains), the belief is the
+    *posterior* ``100 sigmoid(1.2 z + 1.5 [traced] - 1)`` where ``z`` is the body's BM25 score
+    (``k1 = 1.2``, ``b = 0.75``, over identifier word pieces) against the issue text plus the
+    names of the functions the reproducer ran, standardised over the repository's function and
+    method bodies. Read beliefs are remembered for the rest of the search.
+
+    - step: proposals as :class:`RetrievalPolicy`; suspects = the best three read locations it
+      sees now with belief > 50;
+    - conclusion: the best ``max_locations`` by belief among what it sees now, every suspect it
+      named during the search, and the functions the reproducer ran (unread ones at their
+      prior);
+    - ``score(node, code)`` (the scorer that decomposition and the tracer rerank ask, which is
+      given the code) is the posterior of ``code``.
+
+    ``blind=True`` is the content-free null: every score is seeded noise (sd 1.5 on the logit),
+    independent of the issue, the trace and the code.
+    """
+
+    K1 = 1.2
+    B = 0.75
+
+    def __init__(self, *, blind: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not isinstance(blind, bool):
+            raise TypeError(f"blind must be a bool, got {blind!r}")
+        self.blind = blind
+
+    def prepare(self, issue: Issue, graph: CodeGraph) -> None:
+        super().prepare(issue, graph)
+        self.bm = _bm25_index(graph)
+        trace_names = " ".join(sorted({c.qualname for c in issue.trace}))
+        terms = set(word_pieces(issue.text)) | set(word_pieces(trace_names))
+        bm = self.bm
+        self.bm_idf = {
+            t: math.log((bm.n - bm.df.get(t, 0) + 0.5) / (bm.df.get(t, 0) + 0.5) + 1.0)
+            for t in terms
+        }
+        raw = np.array([self._bm25(d) for d in bm.docs]) if bm.docs else np.zeros(1)
+        self.bm_mu, self.bm_sd = float(raw.mean()), float(raw.std()) or 1.0
+        self.read: dict[str, int] = {}
+        self.suspected: dict[str, None] = {}
+
+    def _bm25(self, doc: Counter[str]) -> float:
+        dl = sum(doc.values())
+        norm = self.K1 * (1 - self.B + self.B * dl / self.bm.avgdl)
+        out = 0.0
+        for t, idf in self.bm_idf.items():
+            tf = doc.get(t, 0)
+            if tf:
+                out += idf * tf * (self.K1 + 1) / (tf + norm)
+        return out
+
+    def _blind(self, key: str) -> int:
+        return round(100 * _sigmoid(1.5 * _eps(self.seed, "blind:" + key)))
+
+    def prior(self, node_id: str) -> int:
+        """Belief about a location whose code it has not read."""
+        if self.blind:
+            return self._blind("prior:" + node_id)
+        assert self.graph is not None
+        key = ("prior", node_id)
+        hit = self._memo.get(key)
+        if hit is None:
+            n = self.graph.nodes[node_id]
+            pieces = set(word_pieces(n.qualname or n.name)) or {n.name.lower()}
+            overlap = len(pieces & self.issue_words) / len(pieces)
+            logit = 3.0 * overlap + 1.5 * (node_id in self.traced) - 1.0
+            if self.noise:
+                logit += self.noise * _eps(self.seed, "prior:" + node_id)
+            hit = self._memo[key] = round(100 * _sigmoid(logit))
+        return hit
+
+    def posterior(self, node_id: str, code: str) -> int:
+        """Belief about a location after reading its code."""
+        if self.blind:
+            return self._blind("post:" + node_id)
+        key = ("post", node_id + "\0" + code)
+        hit = self._memo.get(key)
+        if hit is None:
+            self.calls += 1
+            z = (self._bm25(_doc(code)) - self.bm_mu) / self.bm_sd
+            logit = 1.2 * z + 1.5 * (node_id in self.traced) - 1.0
+            if self.noise:
+                logit += self.noise * _eps(self.seed, "code:" + node_id)
+            hit = self._memo[key] = round(100 * _sigmoid(logit))
+        return hit
+
+    def belief(self, node_id: str) -> int:
+        """Posterior if it has read ``node_id``, else prior."""
+        return self.read.get(node_id, -1) if node_id in self.read else self.prior(node_id)
+
+    def score(self, node_id: str, code: str) -> int:
+        return self.posterior(node_id, code)
+
+    def name_score(self, name: str) -> int:
+        if self.blind:
+            return self._blind("name:" + name)
+        return super().name_score(name)
+
+    def _read(self, ids: list[str]) -> None:
+        assert self.graph is not None
+        for i in ids:
+            self.read[i] = self.posterior(i, self.graph.source(i))
+
+    def step(
+        self,
+        *,
+        new: SearchResult | None,
+        context: Sequence[SearchResult],
+        queue: Sequence[SearchAction],
+    ) -> StepOutput:
+        if self.graph is None:
+            raise RuntimeError("call prepare(issue, graph) before step")
+        visible = self._visible(new, context)
+        self._read(visible)
+        out = super().step(new=new, context=context, queue=queue)
+        g = self.graph
+        ranked = sorted(visible, key=lambda i: (-self.belief(i), i))
+        locs = tuple(Location.of_node(g, i) for i in ranked[:3] if self.belief(i) > 50)
+        for loc in locs:
+            self.suspected[loc.node_id] = None
+        obs = (
+            f"read {new.action if new else 'the issue'}; "
+            f"suspects: {', '.join(loc.node_id for loc in locs) or 'none'}"
+        )
+        return StepOutput(obs, locs, out.actions)
+
+    def conclude(
+        self, *, context: Sequence[SearchResult], last: StepOutput | None
+    ) -> tuple[Location, ...]:
+        if self.graph is None:
+            raise RuntimeError("call prepare(issue, graph) before conclude")
+        g = self.graph
+        visible = self._visible(None, context)
+        self._read(visible)
+        ids = set(visible) | set(self.suspected)
+        ids |= {
+            t for t in self.traced if t in g.nodes and g.nodes[t].kind in ("function", "method")
+        }
+        if last is not None:
+            ids |= {loc.node_id for loc in last.locations if loc.node_id in g.nodes}
+        ranked = sorted(ids, key=lambda i: (-self.belief(i), i))
+        return tuple(Location.of_node(g, i) for i in ranked[: self.max_locations])
+
+
 def _dedent(text: str) -> str:
     import textwrap
 
