@@ -21,13 +21,15 @@ from icml25.maple.graph import (
     shortest_path_counts,
 )
 from icml25.maple.learners import HashingEmbedder, LabelScorer, SentenceEncoder
-from icml25.maple.pipeline import MAPLE, STRATEGIES, Template, adaptive_scores
+from icml25.maple.pipeline import MAPLE, STRATEGIES, adaptive_scores
+from icml25.maple.prompts import MultiTurnLM, Template
 
 __all__ = [
     "MAPLE",
     "STRATEGIES",
     "HashingEmbedder",
     "LabelScorer",
+    "MultiTurnLM",
     "SentenceEncoder",
     "Template",
     "adaptive_scores",
