@@ -126,7 +126,9 @@ def test_training_drafts_come_from_the_current_model(monkeypatch):
     monkeypatch.setattr(eqm, "solve_fixed_point", spy)
     monkeypatch.setattr(eqm, "train_steps", fake_train)
     torch.manual_seed(0)
-    train_equilibrium(PlanTransformer(d_model=16, n_layers=1), tasks, steps=4, rounds=2, max_iters=2)
+    train_equilibrium(
+        PlanTransformer(d_model=16, n_layers=1), tasks, steps=4, rounds=2, max_iters=2
+    )
     model_outputs = {plan_to_tokens(p) and tuple(plan_to_tokens(p)) for _, p in solved}
     null = VOCAB.index["<null>"]
     draft_at = VOCAB.index["<draft>"]
