@@ -127,6 +127,32 @@ def test_parse_protocol_invalid_and_errors():
     assert parse_plan("a\nb\n[WALK] <apple> (1)").format_warning
 
 
+def test_parse_follows_the_official_rule():
+    a = obj("apple").id
+    # trailing text after the arguments is accepted (the official search is not anchored)
+    p = parse_plan(f"[WALK] <apple> ({a}) now\n[GRAB] <apple> ({a}).\n[END]")
+    assert p.steps == (("WALK", (("apple", a),)), ("GRAB", (("apple", a),))) and not p.invalid
+    # an id written "scene.id" counts as its last part; a non-integer id ends the plan quietly
+    assert parse_plan(f"[WALK] <apple> (7.{a})").steps == (("WALK", (("apple", a),)),)
+    p = parse_plan(f"[WALK] <apple> ({a})\n[GRAB] <apple> (x)\n[END]")
+    assert len(p.steps) == 1 and p.invalid is None
+    # a wrong argument count is an invalid command only on a line ending with ')'
+    p = parse_plan(f"[WALK] <apple> ({a})\n[PUTIN] <apple> ({a}) and more\n[END]")
+    assert len(p.steps) == 1 and p.invalid is None
+    # lines are not stripped: an indented or empty line ends the plan, and empty lines count
+    # in the format warning's denominator
+    p = parse_plan(f"[WALK] <apple> ({a})\n\n[GRAB] <apple> ({a})")
+    assert len(p.steps) == 1
+    assert len(parse_plan(f"[WALK] <apple> ({a})\n  [GRAB] <apple> ({a})").steps) == 1
+    assert not parse_plan(f"x\n[WALK] <apple> ({a})\n\n\n").format_warning  # 1 of 5 lines
+    assert parse_plan(f"x\ny\n[WALK] <apple> ({a})\n\n").format_warning  # 2 of 5
+    # a format warning alone makes a successful plan fail the official success test
+    t = next(x for x in make_tasks(seed=0)["train"] if x.name.startswith("Turn"))
+    warned = "note\nnote\n" + t.gold
+    assert score(t.scene, t.goal, warned).success
+    assert feedback(t.scene, t.goal, warned).startswith("Action sequence:\n")
+
+
 def test_metrics_on_hand_made_plans():
     t = next(x for x in make_tasks(seed=0)["train"] if x.name.startswith("Heat"))
     lines = t.gold.splitlines()
@@ -135,13 +161,33 @@ def test_metrics_on_hand_made_plans():
     sc = score(t.scene, t.goal, partial)
     assert sc.executable and not sc.success and sc.gcr == pytest.approx(0.5)
     fb = feedback(t.scene, t.goal, partial)
-    assert fb.startswith("Action sequence: ") and "You have not completed this task." in fb
-    assert "State not satisfied: (" in fb and "ON)" in fb and "Wrong position" not in fb
+    mw = next(o for o in t.scene.objects.values() if o.name == "microwave")
+    assert fb == (
+        f"Action sequence:\n{partial}\nFeedback:\nYou have not completed this task.\n"
+        "The following objects and corresponding states do not meet the goals: "
+        f"({mw.id}, microwave, ON).\n"
+    )
     sc = score(t.scene, t.goal, "[JUMP] <x> (1)")
     assert not sc.executable and sc.gcr == 0.0
-    assert "Invalid command: [JUMP]" in feedback(t.scene, t.goal, "[JUMP] <x> (1)")
-    assert "Execution error" in feedback(t.scene, t.goal, "[END]")
-    assert score(t.scene, frozenset(), "[END]").gcr == 1.0  # empty goal: GCR 1 by definition
+    assert "Your output has an invalid command: [JUMP] <x> (1)." in feedback(
+        t.scene, t.goal, "[JUMP] <x> (1)"
+    )
+    assert "Your output is executed incorrectly in the environment." in feedback(
+        t.scene, t.goal, "[END]"
+    )
+    # wrong position names both objects (official edge feedback), not the relation
+    g = t.gold.splitlines()
+    no_put = format_plan([ln for ln in g[:-1] if "PUTIN" not in ln and "SWITCHON" not in ln])
+    fb = feedback(t.scene, t.goal, no_put)
+    food = next(a for a in t.goal if len(a) == 4)
+    assert (
+        f"The following objects have wrong relative position: ({food[0]}, {food[1]}) and "
+        f"({mw.id}, microwave).\n" in fb
+    )
+    # an execution error scores SR = GCR = 0 even if the goal was reached before it
+    crash = format_plan([*g[:-1], "[WALK] <ghost> (999)"])
+    assert score(t.scene, t.goal, crash).gcr == 0.0 and score(t.scene, t.goal, t.gold).success
+    assert score(t.scene, frozenset(), t.gold).gcr == 1.0  # empty goal: GCR 1 by definition
 
 
 def test_goal_is_final_minus_initial():
@@ -175,6 +221,7 @@ def test_random_plans_have_consistent_metrics(lines):
     assert sc == score(t.scene, t.goal, plan)  # deterministic
     fb = feedback(t.scene, t.goal, plan)
     assert (fb == SUCCESS) == (sc.success and sc.executable)
+    assert sc.executable == execute(t.scene, plan).executable
 
 
 def test_gym_style_episode():
@@ -191,6 +238,31 @@ def test_gym_style_episode():
     assert reward == 1.0 and term and info["success"] and info["feedback"] == SUCCESS
     with pytest.raises(RuntimeError, match="reset"):
         env.step(lines[0])
+
+
+def test_randomized_ids_give_every_item_its_own_ids():
+    plain = make_tasks(seed=3)
+    rand = make_tasks(seed=3, randomize_ids=True)
+    for split in plain:  # the same items: names and scenes' layouts
+        a = sorted((t.scene.index, t.name) for t in plain[split])
+        b = sorted((t.scene.index, t.name) for t in rand[split])
+        assert a == b
+    items = rand["train"] + rand["test_new_scene"]
+    for t in items:
+        sc = score(t.scene, t.goal, t.gold)
+        assert sc.success and feedback(t.scene, t.goal, t.gold) == SUCCESS
+        base = next(
+            x for x in plain["train"] + plain["test_new_scene"] if x.scene.index == t.scene.index
+        )
+        layout = sorted((o.name, o.room) for o in t.scene.objects.values())
+        assert layout == sorted((o.name, o.room) for o in base.scene.objects.values())
+        assert t.scene.init_states.values().__len__() == len(base.scene.init_states)
+    # items of one scene do not share their ids: an id says nothing about the object
+    by_scene: dict[int, set] = {}
+    for t in rand["train"]:
+        by_scene.setdefault(t.scene.index, set()).add(tuple(sorted(t.scene.objects)))
+    assert all(len(v) > 1 for v in by_scene.values())
+    assert rand == make_tasks(seed=3, randomize_ids=True)  # deterministic
 
 
 def test_gold_plan_none_when_scene_lacks_object():

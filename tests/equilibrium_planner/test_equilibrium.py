@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -53,7 +54,7 @@ def test_feedback_tokens_round_trip():
 
     fb = feedback(t.scene, t.goal, partial)
     body = tokens_to_feedback(feedback_to_tokens(fb))
-    assert body.split("Feedback: ", 1)[1] == fb.split("Feedback: ", 1)[1]
+    assert body.split("Feedback:\n", 1)[1] == fb.split("Feedback:\n", 1)[1]
     assert tokens_to_feedback(feedback_to_tokens(SUCCESS)) == SUCCESS
 
 
@@ -107,7 +108,7 @@ def test_fixed_point_detection_and_cap():
 
 def test_training_drafts_come_from_the_current_model(monkeypatch):
     """Fails if the gold plan (or anything but the model's own fixed point) is the draft."""
-    tasks = TRAIN[:16]
+    tasks = TRAIN[:10]
     solved: list[tuple[str, str]] = []
     real_solve = eqm.solve_fixed_point
 
@@ -125,7 +126,9 @@ def test_training_drafts_come_from_the_current_model(monkeypatch):
     monkeypatch.setattr(eqm, "solve_fixed_point", spy)
     monkeypatch.setattr(eqm, "train_steps", fake_train)
     torch.manual_seed(0)
-    train_equilibrium(PlanTransformer(d_model=32, n_layers=1), tasks, steps=4, rounds=2)
+    train_equilibrium(
+        PlanTransformer(d_model=16, n_layers=1), tasks, steps=4, rounds=2, max_iters=2
+    )
     model_outputs = {plan_to_tokens(p) and tuple(plan_to_tokens(p)) for _, p in solved}
     null = VOCAB.index["<null>"]
     draft_at = VOCAB.index["<draft>"]
@@ -171,9 +174,10 @@ def test_closed_loop_uses_environment_feedback():
     # one failed round, one correction, one round that confirms success
     assert all(e.success for e in eps) and all(e.rounds == 2 for e in eps)
     assert all(e.history[0].startswith("Action sequence:") for e in eps)
-    # a planner that ignores feedback stops at the outer fixed point, not at max_depth
+    # a planner that ignores feedback stops at the outer fixed point (its second plan, checked,
+    # equals its first), not at max_depth
     eps = closed_loop(Scripted(lambda t, f, d: "[END]"), tasks, mode="environment", max_depth=4)
-    assert all(e.rounds == 1 and not e.success for e in eps)
+    assert all(e.rounds == 2 and not e.success for e in eps)
 
 
 def test_closed_loop_max_depth_and_history():
@@ -184,12 +188,71 @@ def test_closed_loop_max_depth_and_history():
         seen.append(len(f))
         return f"[END]\n{len(f)}"  # changes every round: no outer fixed point
 
-    eps = closed_loop(
-        Scripted(never), tasks, mode="environment", max_depth=3, history=2, max_iters=0
-    )
+    m = Scripted(never)
+    eps = closed_loop(m, tasks, mode="environment", max_depth=3, history=2, max_iters=0)
     assert all(e.rounds == 3 and len(e.history) == 3 for e in eps)
     assert max(seen) == 2  # at most `history` feedback strings in the prompt
-    assert eps[0].plan == "[END]\n2"  # corrected after the third round, not checked again
+    # the official loop: max_depth solves, every one of them checked, the last one scored
+    assert len(m.calls) == 3
+    assert eps[0].plan == "[END]\n2" and "[END]\n2" in eps[0].history[-1]
+
+
+def test_closed_loop_makes_four_checked_solves_by_default():
+    calls = Scripted(lambda t, f, d: f"[END]\n{len(f)}")
+    eps = closed_loop(calls, TRAIN[:2], mode="environment", max_iters=0)
+    assert len(calls.calls) == 4 and all(e.rounds == 4 for e in eps)
+    # each checked plan is in the feedback history, the scored plan included
+    for e in eps:
+        assert [h.split("\n")[2] for h in e.history] == ["0", "1", "2", "3"]
+        assert e.plan == "[END]\n3"
+
+
+def test_self_refine_samples_from_null_then_refines_greedily():
+    m = Scripted(lambda t, f, d: f"[END]\n{len(f)}")
+    closed_loop(m, TRAIN[:2], mode="environment", self_refine=True)
+    assert [c[0] for c in m.calls] == [10, 1, 1, 1]  # top-k per round: sampled, then greedy
+    assert m.calls[0][1] == [None, None] and m.calls[1][1] == ["[END]\n0"] * 2
+    # the equilibrium loop samples the first step of every inner solve (official)
+    m = Scripted(lambda t, f, d: f"[END]\n{len(f)}")
+    closed_loop(m, TRAIN[:2], mode="environment", max_iters=1)
+    assert [c[0] for c in m.calls] == [10, 1] * 4
+
+
+def test_mixed_mode_alternates_world_model_and_environment_rounds():
+    class CountingWM:
+        def __init__(self):
+            self.calls = 0
+
+        def feedback(self, tasks, plans, *, generator):
+            self.calls += 1
+            return [SUCCESS] * len(plans)  # a world-model success never stops mixed mode
+
+    wm = CountingWM()
+    m = Scripted(lambda t, f, d: f"[END]\n{len(f)}")
+    eps = closed_loop(m, TRAIN[:2], mode="mixed", world_model=wm, max_iters=0, max_depth=3)
+    assert len(m.calls) == 6 and wm.calls == 3  # solve + wm, solve + env, ... 3 env rounds
+    assert all(e.rounds == 3 and len(e.history) == 3 for e in eps)
+    # world-model feedback is shown to the next solve only: prompts hold env + that one
+    assert [len(c[2][0]) for c in m.calls] == [0, 1, 1, 2, 2, 3]
+
+
+def test_content_free_feedback_keeps_only_the_success_bit():
+    from icml25.equilibrium_planner.env import content_free, feedback
+
+    t = next(x for x in TRAIN if x.name.startswith("Heat"))
+    fb = feedback(t.scene, t.goal, "[END]")
+    assert feedback_to_tokens(content_free(fb)) == [VOCAB.index["fb:incomplete"]]
+    assert content_free(SUCCESS) == SUCCESS
+    eps = closed_loop(
+        Scripted(_oracle_after_feedback),
+        TRAIN[:3],
+        mode="environment",
+        env_feedback=lambda task, plan: content_free(feedback(task.scene, task.goal, plan)),
+    )
+    assert all(e.success for e in eps)  # this planner reacts to any feedback at all
+    assert all(
+        h.endswith("You have not completed this task.\n") for e in eps for h in e.history[:-1]
+    )
 
 
 def test_world_model_and_mixed_mode_run():
@@ -207,6 +270,35 @@ def test_world_model_and_mixed_mode_run():
         Scripted(_oracle_after_feedback), TRAIN[:4], mode="world_model", world_model=wm
     )
     assert len(eps) == 4
+
+
+def test_training_files_follow_the_official_feedback_depths(monkeypatch):
+    """Depth 0: every item once; depth d: a random subset of the previous depth's failing
+    items, at most ratio_d of that depth's size, re-solved from Null with its last 3 feedback
+    strings; one example per item and file; replay samples every file of older rounds."""
+    tasks = TRAIN[:40]
+    solves: list[tuple[int, list[int]]] = []
+
+    def always_wrong(model, tasks_, *, feedbacks=None, drafts=None, **kw):
+        fbs = feedbacks if feedbacks is not None else [[] for _ in tasks_]
+        assert drafts is None  # every training solve starts from a Null draft
+        solves.append((len(tasks_), [len(f) for f in fbs]))
+        plans = [f"[END]\n{len(f)}" for f in fbs]
+        return eqm.Solve(plans, [True] * len(plans), [2] * len(plans), [[p] for p in plans])
+
+    data: list[list] = []
+    monkeypatch.setattr(eqm, "solve_fixed_point", always_wrong)
+    monkeypatch.setattr(eqm, "train_steps", lambda m, ex, **kw: data.append(list(ex)) or [0.0])
+    train_equilibrium(PlanTransformer(d_model=16, n_layers=1), tasks, steps=4, rounds=2)
+    sizes = [40, 12, 4, 2]  # int(0.3 * 40), int(0.4 * 12), int(0.5 * 4)
+    assert [n for n, _ in solves] == sizes * 2
+    assert [max(f) for _, f in solves] == [0, 1, 2, 3] * 2  # the history cap is 3
+    sep = VOCAB.index["<sep>"]
+    counts = [sum(t == sep for t in p.tok) for p, _ in data[0]]
+    # one example per item and depth file, with every feedback string so far (up to 4)
+    assert sorted(counts) == sorted([1] * 40 + [2] * 12 + [3] * 4 + [4] * 2)
+    # round 2: its own 58 examples plus half of each of round 1's four files
+    assert len(data[1]) == 58 + 20 + 6 + 2 + 1
 
 
 def test_same_seed_same_training():
@@ -240,7 +332,10 @@ def test_memo_changes_no_number_of_the_tiny_run():
     cfg = CONFIGS["tiny"]
     with_memo = run_seed(cfg, 0, memo=True)
     without = run_seed(cfg, 0, memo=False)
-    assert with_memo == without
+    assert with_memo["episodes"] == without["episodes"]
+    assert with_memo["curves"] == without["curves"]
+    for key in ("fixed_point", "fixed_point_null", "wm_agreement", "wm_agreement_null"):
+        assert np.array_equal(with_memo[key], without[key])
 
 
 def test_memo_hits_and_restores_the_generator():
@@ -259,3 +354,32 @@ def test_memo_hits_and_restores_the_generator():
     # another generator state is another call
     memo.propose(items, fbs, drafts, top_k=10, generator=g)
     assert memo.hits == 1
+
+
+def test_lora_steps_change_only_query_and_value_and_merge():
+    from torch.nn.utils import parametrize
+
+    from icml25.equilibrium_planner.model import lora_steps
+
+    torch.manual_seed(0)
+    m = PlanTransformer(d_model=16, n_layers=2)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    examples = [(build_prompt(t, [], None), plan_to_tokens(t.gold)) for t in TRAIN[:8]]
+    losses = lora_steps(
+        m, examples, steps=30, batch_size=8, lr=1e-2, generator=torch.Generator().manual_seed(1)
+    )
+    assert losses[-1] < losses[0]
+    after = m.state_dict()
+    assert set(after) == set(before)  # merged: no parametrization or adapter is left
+    assert not any(parametrize.is_parametrized(b.qkv) for b in m.blocks)
+    assert all(p.requires_grad for p in m.parameters())
+    for k, v in after.items():
+        if k.endswith("qkv.weight"):
+            d = v.shape[1]
+            assert not torch.equal(v[:d], before[k][:d])  # query rows
+            assert torch.equal(v[d : 2 * d], before[k][d : 2 * d])  # key rows untouched
+            assert not torch.equal(v[2 * d :], before[k][2 * d :])  # value rows
+            delta = (v - before[k])[:d]
+            assert torch.linalg.matrix_rank(delta) <= 8  # a rank-8 update
+        else:
+            assert torch.equal(v, before[k]), k

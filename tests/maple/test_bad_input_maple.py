@@ -12,6 +12,7 @@ from icml25.maple import (
     MAPLE,
     HashingEmbedder,
     LabelScorer,
+    MultiTurnLM,
     SentenceEncoder,
     adaptive_scores,
     average_degree,
@@ -24,6 +25,19 @@ from icml25.maple import (
 
 PATH = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
 TWO = sp.csr_matrix(np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], float))
+
+
+def _multi_turn() -> MultiTurnLM:
+    from icml25.core.llm import tiny_llama
+
+    return MultiTurnLM(*tiny_llama(layers=1, hidden=16, seed=0))
+
+
+def test_multi_turn_lm_template_type() -> None:
+    from icml25.core.llm import tiny_llama
+
+    with pytest.raises(TypeError, match="template must be a Template"):
+        MultiTurnLM(*tiny_llama(layers=1, hidden=16, seed=0), template="x")  # type: ignore[arg-type]
 
 
 def learner(prompts: list[str]) -> list[str]:
@@ -63,6 +77,7 @@ POOL = [f"pool item {i}" for i in range(10)]
         (lambda: SentenceEncoder("/nonexistent/encoder"), "folder must be a local encoder"),
         (lambda: SentenceEncoder(max_length=0), "max_length must be an integer >= 1"),
         (lambda: HashingEmbedder(1), "dim must be an integer >= 2"),
+        (lambda: _multi_turn().text("no demos here"), r"written by Template\.prompt"),
         (lambda: HashingEmbedder()([]), "texts must be a non-empty list"),
         (lambda: fitted().fit(["x"], ["a"], []), "pool_texts must not be empty"),
         (lambda: fitted(n_pseudo=11).fit(["x"], ["a"], POOL), "n_pseudo must be at most"),

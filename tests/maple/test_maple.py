@@ -277,3 +277,66 @@ def test_label_scorer_over_a_top_k_endpoint() -> None:
     s = LabelScorer(Endpoint(), ("red", "blue", "green"), chat=False)
     np.testing.assert_allclose(s.log_probs(["p"])[0], [-0.5, -1.0, -np.inf])
     assert s(["p", "q"]) == ["red", "red"]
+
+
+# --- demo-count matching and the multi-turn chat format ------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["random", "rag", "few_shot"])
+def test_n_demos_matches_a_count_per_query(strategy: str) -> None:
+    x, y = corpus(60, 4)
+    kw = dict(labels=LABELS, n_pseudo=6, degree=5, random_state=3)
+    maple = MAPLE(stub_learner, HashingEmbedder(64), **kw).fit(x[:6], y[:6], x[6:50])
+    base = MAPLE(stub_learner, HashingEmbedder(64), strategy=strategy, **kw)
+    base.fit(x[:6], y[:6], x[6:50], queries=x[50:])
+    queries = x[50:]
+    counts = [
+        min(len(maple.demonstrations(q)), 6 if strategy == "few_shot" else 12) for q in queries
+    ]
+    full = base.demonstrations(queries[0])
+    for q, n in zip(queries, counts, strict=True):
+        got = base.demonstrations(q, n_demos=n)
+        assert len(got) == n
+        assert got == [d for d in full if d in got]  # a subset, in prompt order
+        assert got == base.demonstrations(q, n_demos=n)  # the same subset for the same query
+    prompts = base.prompts(queries, n_demos=counts)
+    assert [p.count("Text: ") - 1 for p in prompts] == counts
+    assert base.predict(queries, n_demos=counts) == stub_learner(prompts)
+    with pytest.raises(ValueError, match="n_demos"):
+        maple.prompts(queries, n_demos=counts)  # MAPLE decides its own demos
+    with pytest.raises(ValueError, match="n_demos"):
+        base.prompts(queries, n_demos=counts[:-1])
+    with pytest.raises(ValueError, match="n_demos"):
+        base.demonstrations(queries[0], n_demos=len(full) + 1)
+
+
+def test_template_parse_round_trips() -> None:
+    tpl = Template()
+    demos = [("a short text", "red"), ("another: one", "blue")]
+    head, got, query = tpl.parse(tpl.prompt(demos, "the query", LABELS))
+    assert got == demos and query == "the query" and head.startswith("Classify")
+    assert tpl.parse(tpl.prompt([], "q", LABELS))[1] == []
+    with pytest.raises(ValueError, match=r"Template\.prompt"):
+        tpl.parse("no blocks here")
+    with pytest.raises(ValueError, match="answer slot"):
+        tpl.parse(tpl.prompt(demos, "q", LABELS) + " red")
+
+
+def test_multi_turn_lm_writes_one_turn_per_demo() -> None:
+    from icml25.core.llm import tiny_llama
+    from icml25.maple import MultiTurnLM
+
+    model, tok = tiny_llama(layers=1, hidden=16, seed=0)
+    lm = MultiTurnLM(model, tok)
+    tpl = Template()
+    prompt = tpl.prompt([("x one", "red"), ("x two", "blue")], "x three", LABELS)
+    roles = [m["role"] for m in lm.messages(prompt)]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    text = lm.text(prompt)
+    assert text.index("x one") < text.index("\nred") < text.index("x two") < text.index("x three")
+    assert text == tok.apply_chat_template(
+        lm.messages(prompt), tokenize=False, add_generation_prompt=True
+    )
+    assert lm.text(prompt, chat=False) == prompt
+    scorer = LabelScorer(lm, LABELS)  # labels start the assistant turn: no leading space
+    assert scorer([prompt])[0] in LABELS

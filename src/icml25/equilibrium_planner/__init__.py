@@ -19,6 +19,7 @@ from icml25.equilibrium_planner.env import (
     Scene,
     Score,
     Task,
+    content_free,
     execute,
     feedback,
     goal_diffs,
@@ -26,14 +27,17 @@ from icml25.equilibrium_planner.env import (
     make_scene,
     make_tasks,
     parse_plan,
+    relabel,
     score,
 )
 from icml25.equilibrium_planner.equilibrium import (
+    ConstantWorldModel,
     Episode,
     Solve,
     TrainLog,
     WorldModel,
     closed_loop,
+    pretrain_base,
     solve_fixed_point,
     train_equilibrium,
     train_supervised,
@@ -49,6 +53,7 @@ from icml25.equilibrium_planner.model import (
 
 __all__ = [
     "ACTIONS",
+    "ConstantWorldModel",
     "Episode",
     "Execution",
     "HouseholdEnv",
@@ -64,6 +69,7 @@ __all__ = [
     "WorldModel",
     "build_prompt",
     "closed_loop",
+    "content_free",
     "execute",
     "feedback",
     "goal_diffs",
@@ -72,6 +78,8 @@ __all__ = [
     "make_tasks",
     "parse_plan",
     "plan_to_tokens",
+    "pretrain_base",
+    "relabel",
     "score",
     "solve_fixed_point",
     "tokens_to_plan",
@@ -88,6 +96,6 @@ register(
     summary="Train a planner to refine its own drafts to a fixed point (supervised on the gold "
     "plan given its detached equilibrium and feedback); nested closed loop with environment "
     "and world-model feedback.",
-    quick_seconds=45,
+    quick_seconds=75,
     module="icml25.equilibrium_planner.reproduce",
 )

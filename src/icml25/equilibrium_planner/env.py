@@ -7,11 +7,15 @@ properties (``GRABBABLE``, ``CAN_OPEN``, ``HAS_SWITCH``, ``CONTAINERS``, ``SURFA
 ``PUTIN``/``PUTBACK``), ending in ``[END]``. :func:`execute` runs it with the protocol of the
 official code (Li et al., 2025; ``evolving_graph/test.py``):
 
-* parsing starts at the first line beginning with ``[`` and stops at a line containing ``END``
-  or not beginning with ``[``, or at the first line it cannot parse; an unknown action or a
-  wrong number of arguments is an *invalid command* (an Exec error);
+* parsing (``split_action`` then ``read_script_from_list_string`` of the official code) starts
+  at the first line beginning with ``[`` and stops at a line containing ``END`` or not
+  beginning with ``[`` (lines are not stripped: an empty line ends the plan too), or at the
+  first line it cannot parse; an unknown action, or a wrong number of arguments on a line that
+  starts with ``[`` and ends with ``)``, is an *invalid command* (an Exec error); any other
+  unparseable line just ends the plan;
 * ``WALK``/``FIND`` resolve their object by id alone, and an unknown id there (or an empty plan)
-  is an *execution error* (an Exec error);
+  is an *execution error* (an Exec error; SR and GCR are then 0, as the official code scores an
+  exception);
 * every other action needs the same ``(name, id)`` to have been reached by an earlier
   ``WALK``/``FIND``; a failed precondition halts execution silently and the state reached so far
   is scored (not an Exec error).
@@ -207,10 +211,28 @@ def make_scene(index: int, *, seed: int = 0) -> Scene:
     return Scene(index, objects, room_ids, states, relations, rng.choice(ROOMS))
 
 
+def relabel(scene: Scene, rng: random.Random) -> Scene:
+    """The same household with fresh object ids: every room and object gets a new id drawn
+    from ``1..MAX_ID`` (states and relations follow their objects). Items that share a layout
+    but not ids force a planner to read ids from its context instead of memorising a scene's."""
+    if not isinstance(scene, Scene):
+        raise TypeError(f"scene must be a Scene, got {type(scene).__name__}")
+    new = rng.sample(range(1, MAX_ID + 1), len(scene.objects))
+    m = dict(zip(sorted(scene.objects), new, strict=True))
+    return Scene(
+        scene.index,
+        {m[i]: Obj(m[i], o.name, o.room, o.properties) for i, o in scene.objects.items()},
+        {r: m[i] for r, i in scene.room_ids.items()},
+        {(m[i], k): v for (i, k), v in scene.init_states.items()},
+        {m[i]: (rel, m[t]) for i, (rel, t) in scene.init_relations.items()},
+        scene.agent_room,
+    )
+
+
 # --------------------------------------------------------------------------- plans
-_LINE = re.compile(r"^\[(\w+)\]((?:\s*<[^<>]*>\s*\(\d+\))*)\s*$")
-_ARG = re.compile(r"<([^<>]*)>\s*\((\d+)\)")
 _HEAD = re.compile(r"^\[(\w+)\]")
+_PARAM = re.compile(r"\<(.+?)\>\s*\((.+?)\)")
+_ARG = re.compile(r"<([^<>]*)>\s*\((\d+)\)")
 
 
 def format_step(action: str, *args: tuple[str, int]) -> str:
@@ -233,30 +255,78 @@ class Parsed:
     format_warning: bool
 
 
+class _LineError(ValueError):
+    """A line the official ``parse_script_line`` refuses; ``kind`` is why."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def _parse_line(line: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """One script line, as the official ``parse_script_line``: ``^[ACTION]``, then every
+    ``<name> (id)`` found by a non-greedy search (an id written ``a.b`` counts as ``b``)."""
+    head = _HEAD.search(line.strip())
+    if head is None:
+        raise _LineError("cannot parse action")
+    action = head.group(1).upper()
+    if action not in ACTIONS:
+        raise _LineError("unknown action")
+    args: list[tuple[str, int]] = []
+    rest = line.strip()[head.end(1) :]
+    m = _PARAM.search(rest)
+    while m:
+        raw = m.group(2).split(".")[1] if "." in m.group(2) else m.group(2)
+        try:
+            oid = int(raw)
+        except ValueError:
+            raise _LineError("bad id") from None
+        args.append((m.group(1).strip(), oid))
+        rest = rest[m.end(2) :]
+        m = _PARAM.search(rest)
+    if len(args) != ACTIONS[action]:
+        raise _LineError("wrong number of parameters")
+    return action, tuple(args)
+
+
 def parse_plan(text: str) -> Parsed:
-    """Parse plan text with the official protocol (see the module docstring)."""
+    """Parse plan text with the official protocol (see the module docstring).
+
+    The format warning is the official one: more than 30% of the lines (empty lines count in
+    the denominator) are non-empty and do not start with ``[``.
+    """
     if not isinstance(text, str):
         raise TypeError(f"plan must be a str, got {type(text).__name__}")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    bad = sum(not ln.startswith("[") for ln in lines)
-    warning = bool(lines) and bad > 0.3 * len(lines)
-    start = next((k for k, ln in enumerate(lines) if ln.startswith("[")), len(lines))
+    lines = text.split("\n")
+    bad = sum(1 for ln in lines if ln and not ln.startswith("["))
+    warning = bad / len(lines) > 0.3
+    seq: list[str] = []
+    begun = False
+    for ln in lines:  # split_action
+        if ln.startswith("["):
+            begun = True
+            if "END" in ln:
+                break
+            seq.append(ln)
+        elif begun:
+            break
     steps: list[tuple[str, tuple[tuple[str, int], ...]]] = []
     invalid: str | None = None
-    for ln in lines[start:]:
-        if "END" in ln or not ln.startswith("["):
+    for ln in seq:  # read_script_from_list_string
+        if "[END]" in ln:
+            continue
+        ln = ln.strip()
+        if not ln or ln.startswith("#"):
+            continue
+        try:
+            steps.append(_parse_line(ln))
+        except _LineError as exc:
+            wrong_count = exc.kind == "wrong number of parameters"
+            if exc.kind == "unknown action" or (
+                wrong_count and ln.startswith("[") and ln.endswith(")")
+            ):
+                invalid = ln
             break
-        head = _HEAD.match(ln)
-        args = tuple((n.strip(), int(i)) for n, i in _ARG.findall(ln))
-        if head is None:
-            break
-        action = head.group(1).upper()
-        if action not in ACTIONS or len(args) != ACTIONS[action]:
-            invalid = ln
-            break
-        if not _LINE.match(ln):
-            break
-        steps.append((action, args))
     return Parsed(tuple(steps), invalid, warning)
 
 
@@ -413,7 +483,8 @@ def goal_diffs(scene: Scene, gold_plan: str) -> frozenset[Atom]:
 
 @dataclass(frozen=True)
 class Score:
-    """Exec, SR and GCR of one plan, and the unmet goal atoms."""
+    """Exec, SR and GCR of one plan, and the unmet goal atoms (none listed after an execution
+    error, as in the official feedback)."""
 
     executable: bool
     success: bool
@@ -426,6 +497,8 @@ def score(scene: Scene, goal: frozenset[Atom] | set[Atom], plan: str) -> Score:
     if not isinstance(goal, (set, frozenset)):
         raise TypeError(f"goal must be a set of atoms, got {type(goal).__name__}")
     run = execute(scene, plan)
+    if run.error is not None:  # the official code scores a simulator exception as 0
+        return Score(False, False, 0.0, ())
     final = graph_atoms(scene, run.state)
     unmet = tuple(sorted((a for a in goal if a not in final), key=str))
     gcr = 1.0 if not goal else 1.0 - len(unmet) / len(goal)
@@ -436,35 +509,62 @@ SUCCESS = "Task success!"
 
 
 def feedback(scene: Scene, goal: frozenset[Atom] | set[Atom], plan: str) -> str:
-    """The environment's feedback text on ``plan`` (``"Task success!"`` on success).
+    """The environment's feedback text on ``plan``, worded as the official
+    ``utils/feedback.py``: ``"Task success!"`` when the goal is met with no format warning,
+    invalid command or execution error.
 
-    Otherwise the plan is repeated (``Action sequence: ...``), then ``Feedback:`` and any of: a
-    format warning, ``Invalid command: <line>``, ``Execution error: <message>``, and ``You have
-    not completed this task.`` followed by the unmet ``(id, name, state)`` atoms and the
-    ``(id, name)`` of objects in a wrong relative position (the relation is not named).
+    Otherwise ``Action sequence:`` and the plan, then ``Feedback:`` and any of: ``Your output
+    does not conform to the required format.``, ``Your output has an invalid command:
+    <line>.``, ``Your output is executed incorrectly in the environment.``, and ``You have not
+    completed this task.`` followed by the unmet ``(id, name, state)`` atoms and the objects in
+    a wrong relative position, ``(id, name) and (target id, target name)`` (the relation is not
+    named).
     """
     if not isinstance(goal, (set, frozenset)) or not goal:
         raise ValueError(f"goal must be a non-empty set of goal atoms, got {goal!r}")
     run = execute(scene, plan)
     sc = score(scene, goal, plan)
-    if sc.success and run.executable:
+    if sc.success and run.executable and not run.format_warning:
         return SUCCESS
-    echo = ", ".join(ln.strip() for ln in plan.splitlines() if ln.strip())
-    body: list[str] = []
+    text = f"Action sequence:\n{plan}\nFeedback:\n"
     if run.format_warning:
-        body.append("Format warning: more than 30% of the lines do not start with '['.")
+        text += "Your output does not conform to the required format.\n"
     if run.invalid is not None:
-        body.append(f"Invalid command: {run.invalid}")
+        text += f"Your output has an invalid command: {run.invalid}.\n"
     if run.error is not None:
-        body.append(f"Execution error: {run.error}")
+        text += "Your output is executed incorrectly in the environment.\n"
     if not sc.success:
-        body.append("You have not completed this task.")
-        for a in sc.unmet:
-            if len(a) == 3:
-                body.append(f"State not satisfied: ({a[0]}, {a[1]}, {a[2]})")
-            else:
-                body.append(f"Wrong position: ({a[0]}, {a[1]})")
-    return f"Action sequence: {echo}\nFeedback: " + "\n".join(body)
+        text += "You have not completed this task.\n"
+        nodes = [f"({a[0]}, {a[1]}, {a[2]})" for a in sc.unmet if len(a) == 3]
+        if nodes:
+            text += (
+                "The following objects and corresponding states do not meet the goals: "
+                + ", ".join(nodes)
+                + ".\n"
+            )
+        edges = [
+            f"({a[0]}, {a[1]}) and ({a[3]}, {scene.objects[a[3]].name})"
+            for a in sc.unmet
+            if len(a) == 4
+        ]
+        if edges:
+            text += "The following objects have wrong relative position: " + ", ".join(edges)
+            text += ".\n"
+    return text
+
+
+def content_free(text: str) -> str:
+    """The same feedback with its content removed: the success bit only.
+
+    ``"Task success!"`` stays; any other feedback becomes ``You have not completed this
+    task.`` with no error kind, atom or object (the plan echo is kept). The null arm of the
+    claims that credit what the feedback says."""
+    if not isinstance(text, str):
+        raise TypeError(f"feedback must be a str, got {type(text).__name__}")
+    if text == SUCCESS:
+        return SUCCESS
+    head = text.split("\nFeedback:\n", 1)[0] if "\nFeedback:\n" in text else "Action sequence:"
+    return f"{head}\nFeedback:\nYou have not completed this task.\n"
 
 
 # --------------------------------------------------------------------------- tasks
@@ -559,14 +659,21 @@ def gold_plan(scene: Scene, name: str) -> str | None:
 
 
 def make_tasks(
-    *, n_scenes: int = 7, seed: int = 0, held_out_fraction: float = 0.4
+    *,
+    n_scenes: int = 7,
+    seed: int = 0,
+    held_out_fraction: float = 0.4,
+    randomize_ids: bool = False,
 ) -> dict[str, list[Task]]:
     """Items and compositional splits, as in the official ``data_split.py``.
 
     Task names are shuffled with ``seed`` and the first ``held_out_fraction`` is held out;
     scene :data:`HELD_OUT_SCENE` is held out. Returns ``train`` (training tasks, other scenes),
     ``test_new_task`` (held-out tasks, other scenes), ``test_new_scene`` (training tasks, the
-    held-out scene) and ``test_new_task_and_new_scene``.
+    held-out scene) and ``test_new_task_and_new_scene``. With ``randomize_ids`` every item gets
+    its own object ids (:func:`relabel` of its scene, drawn from ``seed``, the scene and the
+    task name), so that the ids of a held-out scene are no less familiar than a training
+    scene's: only the layout is new.
     """
     n_scenes = V.integer("n_scenes", n_scenes, low=HELD_OUT_SCENE + 1)
     seed = V.integer("seed", seed, low=0)
@@ -581,8 +688,11 @@ def make_tasks(
         "test_new_task_and_new_scene": [],
     }
     for si in range(n_scenes):
-        scene = make_scene(si, seed=seed)
+        base = make_scene(si, seed=seed)
         for name in names:
+            scene = base
+            if randomize_ids:
+                scene = relabel(base, random.Random(f"{seed}/{si}/{name}"))
             plan = gold_plan(scene, name)
             if plan is None:
                 continue

@@ -19,12 +19,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import torch
 
 from icml25.core import validate as V
-from icml25.equilibrium_planner.env import SUCCESS, Task, feedback, score
+from icml25.equilibrium_planner.env import SUCCESS, Task, content_free, feedback, gold_plan, score
 from icml25.equilibrium_planner.model import (
     VOCAB,
     PlanTransformer,
@@ -34,6 +34,7 @@ from icml25.equilibrium_planner.model import (
     build_prompt,
     decode,
     feedback_to_tokens,
+    lora_steps,
     plan_to_tokens,
     tokens_to_feedback,
     train_steps,
@@ -188,7 +189,12 @@ class WorldModel:
         opt = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=1e-3)
         gen = generator if generator is not None else torch.Generator().manual_seed(0)
         train_steps(
-            self.model, ex, steps=steps, batch_size=batch_size, optimizer=opt, generator=gen
+            self.model,
+            ex,
+            steps=steps,
+            batch_size=batch_size,
+            optimizer=opt,
+            generator=gen,
         )
         return self
 
@@ -208,12 +214,31 @@ class WorldModel:
         out = []
         for p, t in zip(plans, toks, strict=True):
             text = tokens_to_feedback([x for x in t if x != VOCAB.end])
-            if text == SUCCESS:
-                out.append(SUCCESS)
-            else:
-                echo = ", ".join(ln.strip() for ln in p.splitlines() if ln.strip())
-                out.append(f"Action sequence: {echo}\n{text}")
+            out.append(SUCCESS if text == SUCCESS else f"Action sequence:\n{p}\n{text}")
         return out
+
+
+class FeedbackModel(Protocol):
+    """What the closed loop asks of a world model: feedback text per plan."""
+
+    def feedback(
+        self, tasks: Sequence[Task], plans: Sequence[str], *, generator: torch.Generator
+    ) -> list[str]: ...
+
+
+class ConstantWorldModel:
+    """A world model that ignores its input: every plan fails, with content-free feedback
+    (:func:`~icml25.equilibrium_planner.env.content_free`). The null arm of the claims that
+    credit a learned world model."""
+
+    def feedback(
+        self, tasks: Sequence[Task], plans: Sequence[str], *, generator: torch.Generator
+    ) -> list[str]:
+        if len(tasks) != len(plans):
+            raise ValueError(
+                f"tasks and plans must have the same length, got {len(tasks)} and {len(plans)}"
+            )
+        return [content_free(f"Action sequence:\n{p}\nFeedback:\n") for p in plans]
 
 
 # --------------------------------------------------------------------------- closed loop
@@ -239,91 +264,106 @@ def closed_loop(
     max_depth: int = 4,
     max_iters: int = 20,
     history: int = 4,
-    world_model: WorldModel | None = None,
+    world_model: FeedbackModel | None = None,
     self_refine: bool = False,
     first_top_k: int = 10,
+    env_feedback: Callable[[Task, str], str] | None = None,
     generator: torch.Generator | None = None,
 ) -> list[Episode]:
-    """The nested closed loop of the official ``generate``: outer rounds of (inner fixed-point
-    solve warm-started from the last fixed point with the last ``history`` feedback strings,
-    then feedback); stop on success, on an outer fixed point, or after ``max_depth`` feedback
-    rounds (each failed round is followed by a correction, so at most ``max_depth``
-    corrections; ``Episode.rounds`` counts feedback queries). ``mode``: ``"none"`` (one
-    solve, open loop), ``"environment"``, ``"world_model"``,
-    ``"mixed"`` (a world-model round then an environment round, alternating; world-model
-    feedback is shown to the next round only, and only environment rounds count).
-    ``self_refine=True`` is the SELF-REFINE baseline: one generation per round instead of an
-    inner fixed-point solve. ``first_top_k`` is the top-k of the first step of every solve
-    (10 in the official code; 1 makes the whole loop greedy). Scores are of the last plan.
+    """The nested closed loop of the official ``generate``.
+
+    Each outer round solves every active item (an inner fixed-point solve warm-started from
+    its last fixed point, with its last ``history`` feedback strings in the prompt) and then
+    asks for feedback on the new plan. An item stops on success, on an outer fixed point (the
+    new plan equals the previous checked one), or after ``max_depth`` checked plans: at most
+    ``max_depth`` solves, each of them checked, and the last plan is scored. ``mode``:
+    ``"none"`` (one solve, open loop), ``"environment"``, ``"world_model"`` (the world model's
+    verdict decides when to stop), ``"mixed"`` (a world-model round, whose feedback is shown to
+    the next solve only and never stops the loop, then an environment round; only environment
+    rounds count toward ``max_depth``). ``self_refine=True`` is the SELF-REFINE baseline: one
+    generation per round instead of an inner solve, sampled with ``first_top_k`` from ``Null``
+    and greedy from a previous plan. ``first_top_k`` is the top-k of the first step of every
+    inner solve (10 in the official code; 1 makes the whole loop greedy). ``env_feedback``
+    replaces the environment's feedback (``(task, plan) -> text``; default
+    :func:`~icml25.equilibrium_planner.env.feedback`), e.g. by its content-free form.
     """
     tasks = _check_tasks(tasks)
     V.choice("mode", mode, FEEDBACK_MODES)
-    max_depth = V.integer("max_depth", max_depth, low=0)
+    max_depth = V.integer("max_depth", max_depth, low=1)
     history = V.integer("history", history, low=1)
-    if mode in ("world_model", "mixed") and not isinstance(world_model, WorldModel):
+    if mode in ("world_model", "mixed") and not callable(getattr(world_model, "feedback", None)):
         raise ValueError(
-            f"mode={mode!r} needs world_model to be a WorldModel, got {world_model!r:.40}"
+            f"mode={mode!r} needs world_model to be a WorldModel (an object with feedback), "
+            f"got {world_model!r:.40}"
         )
+    if env_feedback is not None and not callable(env_feedback):
+        raise TypeError(f"env_feedback must be callable, got {type(env_feedback).__name__}")
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
     n = len(tasks)
     inner = 0 if self_refine else max_iters
 
-    def replan(idx: list[int], shown: list[list[str]]) -> list[tuple[int, str, bool]]:
-        if not idx:
-            return []
-        res = solve_fixed_point(
+    def env(k: int) -> str:
+        t = tasks[k]
+        if env_feedback is None:
+            return feedback(t.scene, t.goal, plans[k])
+        return env_feedback(t, plans[k])
+
+    plans: list[str] = [""] * n
+    drafts: list[str | None] = [None] * n
+    conv = [False] * n
+    hist: list[list[str]] = [[] for _ in range(n)]  # feedback kept across rounds
+    shown: list[list[str]] = [[] for _ in range(n)]  # mixed: world-model feedback, next solve
+    checked: list[list[str]] = [[] for _ in range(n)]  # plans that got environment feedback
+    rounds = [0] * n
+    first_success = [False] * n
+    active = list(range(n))
+    wm_turn = mode == "mixed"
+    first = True
+    while active:
+        top_k = 1 if (self_refine and not first) else first_top_k
+        sol = solve_fixed_point(
             model,
-            [tasks[k] for k in idx],
-            feedbacks=[f[-history:] for f in shown],
-            drafts=[plans[k] for k in idx],
+            [tasks[k] for k in active],
+            feedbacks=[(hist[k] + shown[k])[-history:] for k in active],
+            drafts=[drafts[k] for k in active],
             max_iters=inner,
-            first_top_k=first_top_k,
+            first_top_k=top_k,
             generator=gen,
         )
-        return list(zip(idx, res.plans, res.converged, strict=True))
-
-    def env_feedback(idx: list[int]) -> list[str]:
-        return [feedback(tasks[k].scene, tasks[k].goal, plans[k]) for k in idx]
-
-    first = solve_fixed_point(model, tasks, max_iters=inner, first_top_k=first_top_k, generator=gen)
-    plans, conv = list(first.plans), list(first.converged)
-    first_success = [score(t.scene, t.goal, p).success for t, p in zip(tasks, plans, strict=True)]
-    hist: list[list[str]] = [[] for _ in range(n)]
-    rounds = [0] * n
-    active = [] if mode == "none" else list(range(n))
-    while active:
-        if mode == "mixed":
-            # a world-model round: its feedback is shown to the next solve only
+        for k, p, c in zip(active, sol.plans, sol.converged, strict=True):
+            plans[k], conv[k], drafts[k] = p, c, p
+            if first:
+                first_success[k] = score(tasks[k].scene, tasks[k].goal, p).success
+        first = False
+        if mode == "none":
+            break
+        if wm_turn:  # mixed: a world-model round, shown to the next solve only
             assert world_model is not None
             wm = world_model.feedback(
                 [tasks[k] for k in active], [plans[k] for k in active], generator=gen
             )
-            redo = [(k, f) for k, f in zip(active, wm, strict=True) if f != SUCCESS]
-            for k, p, c in replan([k for k, _ in redo], [[*hist[k], f] for k, f in redo]):
-                plans[k], conv[k] = p, c
-            fbs = env_feedback(active)
-        elif mode == "world_model":
+            for k, f in zip(active, wm, strict=True):
+                shown[k].append(f)
+            wm_turn = False
+            continue
+        if mode == "world_model":
             assert world_model is not None
             fbs = world_model.feedback(
                 [tasks[k] for k in active], [plans[k] for k in active], generator=gen
             )
         else:
-            fbs = env_feedback(active)
+            fbs = [env(k) for k in active]
         nxt = []
         for k, f in zip(active, fbs, strict=True):
             rounds[k] += 1
-            if f == SUCCESS:
-                continue
             hist[k].append(f)
-            nxt.append(k)
-        active = []
-        for k, p, c in replan(nxt, [hist[k] for k in nxt]):
-            if p == plans[k]:
-                conv[k] = c
-                continue  # outer fixed point: x*_k == x*_{k-1}
-            plans[k], conv[k] = p, c
-            if rounds[k] < max_depth:  # the plan after the last allowed round is not checked
-                active.append(k)
+            shown[k] = []
+            checked[k].append(plans[k])
+            outer_fixed = len(checked[k]) >= 2 and checked[k][-1] == checked[k][-2]
+            if f != SUCCESS and not outer_fixed and rounds[k] < max_depth:
+                nxt.append(k)
+        active = nxt
+        wm_turn = mode == "mixed"
     out = []
     for k, t in enumerate(tasks):
         sc = score(t.scene, t.goal, plans[k])
@@ -365,23 +405,97 @@ def train_supervised(
     steps: int,
     batch_size: int = 32,
     lr: float = 2e-3,
+    lora_rank: int | None = None,
     generator: torch.Generator | None = None,
 ) -> TrainLog:
-    """The supervised / SELF-REFINE baseline: ``(c, Null feedback, Null draft) -> y``."""
+    """The supervised / SELF-REFINE baseline: ``(c, Null feedback, Null draft) -> y``.
+
+    ``lora_rank``: train through one LoRA on the query and value projections, merged at the
+    end (the official fine-tuning; :func:`~icml25.equilibrium_planner.model.lora_steps`);
+    ``None``: every weight."""
     tasks = _check_tasks(tasks)
     steps = V.integer("steps", steps, low=0)
     batch_size = V.integer("batch_size", batch_size, low=1)
     lr = V.positive("lr", lr)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-3)
     log = TrainLog()
+    examples = [_example(t, [], None) for t in tasks]
+    if lora_rank is not None:
+        log.losses = lora_steps(
+            model,
+            examples,
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            generator=gen,
+            rank=lora_rank,
+            alpha=2.0 * lora_rank,
+        )
+        return log
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-3)
+    log.losses = train_steps(
+        model, examples, steps=steps, batch_size=batch_size, optimizer=opt, generator=gen
+    )
+    return log
+
+
+def pretrain_base(
+    model: PlanTransformer,
+    tasks: Sequence[Task],
+    *,
+    steps: int,
+    copy_share: float = 0.5,
+    copies: int = 2,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    generator: torch.Generator | None = None,
+) -> TrainLog:
+    """A base planner that can write and copy plans: a stand-in for the pretrained LLM that the
+    official round 0 starts from.
+
+    Supervised learning on plans of ``tasks`` (the training items) for ``steps`` steps, a
+    ``copy_share`` of the examples copying a draft and the rest writing a plan:
+
+    * write: ``(c, Null feedback, Null draft) -> y``, the gold plan of the item;
+    * copy: ``(c, Null feedback, draft = d) -> d``, where ``d`` is the gold plan of another
+      training task in the item's scene (``copies`` of them per item): whatever the draft is,
+      the base reproduces it, as a pretrained LLM asked to refine a plan mostly does.
+
+    Every arm (supervised, SELF-REFINE, equilibrium) starts from the same base. Copy drafts use
+    training task names only, so no plan of a held-out task enters the base.
+    """
+    tasks = _check_tasks(tasks)
+    steps = V.integer("steps", steps, low=0)
+    share = V.probability("copy_share", copy_share)
+    copies = V.integer("copies", copies, low=0)
+    gen = generator if generator is not None else torch.Generator().manual_seed(0)
+    rng = random.Random(int(torch.randint(2**31 - 1, (1,), generator=gen)))
+    names = sorted({t.name for t in tasks})
+    write = [_example(t, [], None) for t in tasks]
+    copy: list[tuple[Prompt, list[int]]] = []
+    for t in tasks:
+        others = [x for x in rng.sample(names, len(names)) if x != t.name]
+        got = 0
+        for name in others:
+            if got >= copies:
+                break
+            d = gold_plan(t.scene, name)
+            if d is not None:
+                copy.append((build_prompt(t, [], d), plan_to_tokens(d)))
+                got += 1
+    opt = torch.optim.AdamW(model.parameters(), lr=V.positive("lr", lr), weight_decay=1e-3)
+    log = TrainLog()
+    if not copy:
+        share = 0.0
+    weights = [(1 - share) / len(write)] * len(write) + [share / max(1, len(copy))] * len(copy)
     log.losses = train_steps(
         model,
-        [_example(t, [], None) for t in tasks],
+        write + copy,
         steps=steps,
-        batch_size=batch_size,
+        batch_size=V.integer("batch_size", batch_size, low=1),
         optimizer=opt,
         generator=gen,
+        weights=weights,
     )
     return log
 
@@ -398,20 +512,30 @@ def train_equilibrium(
     feedback_ratios: Sequence[float] = (0.3, 0.4, 0.5),
     feedback_history: int = 3,
     replay: float = 0.5,
+    lora_rank: int | None = None,
     generator: torch.Generator | None = None,
     on_round: Callable[[int, TrainLog], None] | None = None,
 ) -> TrainLog:
     """Equilibrium training (official ``run_finetune.py`` outer loop), ``steps`` in total.
 
-    Each round: solve every training task from ``Null`` with the current model and take
-    environment feedback on its fixed point; then, for each ratio of ``feedback_ratios``, re-solve
-    a random subset of the items still failing (at most that share of the previous level's
-    count) from a ``Null`` draft with their latest ``feedback_history`` feedback strings in the
-    prompt, and take feedback again. Training examples are ``(c, all feedback so far, draft =
-    last fixed point) -> y`` (never a ``Null`` draft); a round trains on its examples plus
-    ``replay`` of round t-1's, ``replay**2`` of t-2's, ... for ``steps // rounds`` steps. The
-    drafts are the model's own outputs, regenerated every round and detached (tokens in the
-    prompt): the gold plan never enters them.
+    Each round writes data files as the official loop does:
+
+    * depth file 0 (``finetune_data``): solve every training task from ``Null`` (draft and
+      feedback) with the current model and take environment feedback on its fixed point; one
+      example per item;
+    * depth files 1..len(feedback_ratios) (``feedback_data_d``): from the items of the previous
+      file whose last feedback is not success, a random subset of at most ``ratio`` times that
+      file's size is re-solved from a ``Null`` draft with its latest ``feedback_history``
+      feedback strings in the prompt, and gets feedback again; one example per re-solved item.
+
+    An example is ``(c, every feedback string of the item so far, draft = its last fixed point)
+    -> y`` (never a ``Null`` draft). A round trains on its own files plus ``replay`` of every
+    file of round t-1, ``replay**2`` of every file of t-2, ..., for ``steps // rounds`` steps.
+    The drafts are the model's own outputs, regenerated every round and detached (tokens in
+    the prompt): the gold plan never enters them. ``lora_rank``: each round trains a fresh LoRA
+    on the query and value projections and merges it into the weights, as the official loop
+    does (:func:`~icml25.equilibrium_planner.model.lora_steps`); ``None``: one optimiser over
+    every weight across rounds.
     """
     tasks = _check_tasks(tasks)
     steps = V.integer("steps", steps, low=0)
@@ -425,7 +549,7 @@ def train_equilibrium(
     planner = TransformerPlanner(model)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-3)
     log = TrainLog()
-    files: list[list[tuple[Prompt, list[int]]]] = []
+    past: list[list[list[tuple[Prompt, list[int]]]]] = []  # per round, its data files
     per_round = [steps // rounds + (1 if r < steps % rounds else 0) for r in range(rounds)]
     for r in range(rounds):
         sol = solve_fixed_point(planner, tasks, max_iters=max_iters, generator=gen)
@@ -434,35 +558,54 @@ def train_equilibrium(
         log.round_success.append(sum(f[-1] == SUCCESS for f in fbs) / len(tasks))
         log.round_converged.append(sum(sol.converged) / len(tasks))
         log.pairs += [(t, p, f[-1]) for t, p, f in zip(tasks, last, fbs, strict=True)]
-        prev = len(tasks)
+        files = [[_example(t, fbs[k], last[k]) for k, t in enumerate(tasks)]]
+        level = list(range(len(tasks)))
         for ratio in ratios:
-            failing = [k for k in range(len(tasks)) if fbs[k][-1] != SUCCESS]
-            cap = int(ratio * prev)
-            pick = rng.sample(failing, min(cap, len(failing)))
-            prev = len(pick)
-            if not pick:
+            failing = [k for k in level if fbs[k][-1] != SUCCESS]
+            level = rng.sample(failing, min(int(ratio * len(level)), len(failing)))
+            if not level:
                 break
             res = solve_fixed_point(
                 planner,
-                [tasks[k] for k in pick],
-                feedbacks=[fbs[k][-feedback_history:] for k in pick],
+                [tasks[k] for k in level],
+                feedbacks=[fbs[k][-feedback_history:] for k in level],
                 max_iters=max_iters,
                 generator=gen,
             )
-            for k, p in zip(pick, res.plans, strict=True):
+            for k, p in zip(level, res.plans, strict=True):
                 f = feedback(tasks[k].scene, tasks[k].goal, p)
                 fbs[k].append(f)
                 last[k] = p
                 log.pairs.append((tasks[k], p, f))
-        files.append([_example(t, fbs[k], last[k]) for k, t in enumerate(tasks)])
-        data = list(files[-1])
-        for back, old in enumerate(reversed(files[:-1]), start=1):
-            share = replay**back
-            data += rng.sample(old, int(share * len(old)))
+            files.append([_example(tasks[k], fbs[k], last[k]) for k in level])
+        data = [ex for f in files for ex in f]
+        share = replay
+        for old in reversed(past):  # round t-1 first
+            for file in old:
+                data += rng.sample(file, int(share * len(file)))
+            share *= replay
+        past.append(files)
         log.round_sizes.append(len(data))
-        log.losses += train_steps(
-            model, data, steps=per_round[r], batch_size=batch_size, optimizer=opt, generator=gen
-        )
+        if lora_rank is None:
+            log.losses += train_steps(
+                model,
+                data,
+                steps=per_round[r],
+                batch_size=batch_size,
+                optimizer=opt,
+                generator=gen,
+            )
+        else:
+            log.losses += lora_steps(
+                model,
+                data,
+                steps=per_round[r],
+                batch_size=batch_size,
+                lr=lr,
+                generator=gen,
+                rank=lora_rank,
+                alpha=2.0 * lora_rank,
+            )
         if on_round is not None:
             on_round(r, log)
     return log

@@ -12,8 +12,9 @@ Token layout of one example (``|`` separates segments)::
 
 Each object is one position whose embedding is the sum of its class, id and room embeddings
 (so that copying the id of a named object is one attention lookup). Plans are tokenised as
-``[ACTION] name id [name id]`` per line; feedback text is tokenised by its line prefixes
-(the plan echo is dropped: it repeats a draft the model already sees).
+``[ACTION] name id [name id]`` per line; feedback text is tokenised by its line kinds and the
+ids, names and states it lists (the plan echo is dropped: it repeats a draft the model already
+sees).
 """
 
 from __future__ import annotations
@@ -49,14 +50,22 @@ FB_KEYS = (
     "fb:pos",
 )
 TEMPLATE_WORDS = ("Turn", "on", "Put", "in", "Heat", "Wash")
-_FB_PREFIX = {
-    "Format warning": "fb:format",
-    "Invalid command": "fb:invalid",
-    "Execution error": "fb:error",
+_FB_PREFIX = {  # the official feedback lines (utils/feedback.py) and their key tokens
+    "Your output does not conform": "fb:format",
+    "Your output has an invalid command": "fb:invalid",
+    "Your output is executed incorrectly": "fb:error",
     "You have not completed": "fb:incomplete",
-    "State not satisfied": "fb:state",
-    "Wrong position": "fb:pos",
+    "The following objects and corresponding states": "fb:state",
+    "The following objects have wrong relative position": "fb:pos",
 }
+_FB_TEXT = {
+    "fb:format": "Your output does not conform to the required format.",
+    "fb:invalid": "Your output has an invalid command: ?.",
+    "fb:error": "Your output is executed incorrectly in the environment.",
+    "fb:incomplete": "You have not completed this task.",
+}
+_STATE = re.compile(r"\((\d+), (\w+), (\w+)\)")
+_POS = re.compile(r"\((\d+), (\w+)\) and \((\d+), (\w+)\)")
 
 
 class Vocab:
@@ -84,6 +93,8 @@ class Vocab:
 
 
 VOCAB = Vocab()
+_ID_TOKENS = torch.tensor([VOCAB.index[str(i)] for i in range(1, MAX_ID + 1)])
+_SEGMENTS = torch.tensor([VOCAB.index[w] for w in ("<bos>", "<fb>", "<draft>", "<ans>")])
 _WORD = re.compile(r"\[\w+\]|<([^<>]*)>|\((\d+)\)|\S+")
 
 
@@ -128,8 +139,10 @@ def tokens_to_plan(tokens: Sequence[int]) -> str:
     return "\n".join(" ".join(ln) for ln in lines)
 
 
-def feedback_to_tokens(text: str, *, max_len: int = 24) -> list[int]:
-    """Tokens of one feedback string: its line kinds and the ids/names/states they mention."""
+def feedback_to_tokens(text: str, *, max_len: int = 32) -> list[int]:
+    """Tokens of one feedback string: its line kinds and the ids/names/states they mention
+    (``fb:state id name state`` per unmet state, ``fb:pos id name id name`` per object in a
+    wrong position; the plan echo and an invalid command's text are dropped)."""
     if text.strip() == SUCCESS:
         return [VOCAB.index["fb:success"]]
     body = text.split("Feedback:", 1)[-1]
@@ -137,40 +150,60 @@ def feedback_to_tokens(text: str, *, max_len: int = 24) -> list[int]:
     for ln in body.splitlines():
         for prefix, key in _FB_PREFIX.items():
             if ln.strip().startswith(prefix):
-                out.append(VOCAB.index[key])
-                rest = ln.split(":", 1)[1] if ":" in ln else ""
-                if key in ("fb:state", "fb:pos"):
-                    out += [VOCAB.get(w) for w in re.findall(r"\w+", rest)]
+                if key == "fb:state":
+                    for m in _STATE.finditer(ln):
+                        out += [VOCAB.index[key], *(VOCAB.get(w) for w in m.groups())]
+                elif key == "fb:pos":
+                    for m in _POS.finditer(ln):
+                        out += [VOCAB.index[key], *(VOCAB.get(w) for w in m.groups())]
+                else:
+                    out.append(VOCAB.index[key])
                 break
     return out[:max_len]
 
 
 def tokens_to_feedback(tokens: Sequence[int]) -> str:
-    """Feedback text from tokens (the world model's output), with the known prefixes only."""
-    inv = {v: k for k, v in _FB_PREFIX.items()}
+    """Feedback text from tokens (the world model's output): the official lines, each kind
+    once; ``"Task success!"`` when success is the only kind (the official world-model
+    filter)."""
     words = [VOCAB.words[int(t)] for t in tokens]
-    if words[:1] == ["fb:success"]:
-        return SUCCESS
-    lines: list[str] = []
+    kinds: dict[str, list[str]] = {}
+    success = False
     k = 0
     while k < len(words):
         w = words[k]
         if w in ("fb:state", "fb:pos"):
-            n = 3 if w == "fb:state" else 2
+            n = 3 if w == "fb:state" else 4
             args = words[k + 1 : k + 1 + n]
-            lines.append(f"{inv[w]}: ({', '.join(args)})")
+            if w == "fb:state":
+                item = f"({', '.join(args)})"
+            else:
+                item = f"({', '.join(args[:2])}) and ({', '.join(args[2:])})"
+            if item not in kinds.setdefault(w, []):
+                kinds[w].append(item)
             k += 1 + n
             continue
-        if w in inv:
-            lines.append(
-                "You have not completed this task." if w == "fb:incomplete" else f"{inv[w]}: -"
-            )
+        if w == "fb:success":
+            success = True
+        elif w in _FB_TEXT:
+            kinds.setdefault(w, [])
         k += 1
-    seen: list[str] = []
-    for ln in lines:  # deduplicated, as the official world-model parser does
-        if ln not in seen:
-            seen.append(ln)
-    return "Feedback: " + "\n".join(seen)
+    if success and not kinds:
+        return SUCCESS
+    lines = [_FB_TEXT[w] for w in _FB_TEXT if w in kinds]
+    if kinds.get("fb:state"):
+        lines.append(
+            "The following objects and corresponding states do not meet the goals: "
+            + ", ".join(kinds["fb:state"])
+            + "."
+        )
+    if kinds.get("fb:pos"):
+        lines.append(
+            "The following objects have wrong relative position: "
+            + ", ".join(kinds["fb:pos"])
+            + "."
+        )
+    return "Feedback:\n" + "".join(ln + "\n" for ln in lines)
 
 
 @dataclass(frozen=True)
@@ -282,6 +315,13 @@ class PlanTransformer(nn.Module):
         Dropout on residual branches.
     tied
         Share one embedding table between the token, id and room channels and the output.
+    pointer
+        Write object ids by pointing (a copy head, as in pointer-generator networks): the
+        logit of an id token is the largest attention score from the current position to a
+        context position carrying that id (rooms and objects), and ids absent from the context
+        cannot be written. Without it the output layer must learn every id's token from the id
+        embeddings, which a small model trained on a few hundred items does not do: it
+        memorises the training items' ids instead.
     """
 
     def __init__(
@@ -293,6 +333,7 @@ class PlanTransformer(nn.Module):
         max_len: int = 256,
         dropout: float = 0.0,
         tied: bool = False,
+        pointer: bool = True,
     ) -> None:
         super().__init__()
         d_model = V.integer("d_model", d_model, low=8)
@@ -307,9 +348,23 @@ class PlanTransformer(nn.Module):
         self.ids = nn.Embedding(n, d_model, padding_idx=0)
         self.room = nn.Embedding(n, d_model, padding_idx=0)
         self.pos = nn.Embedding(self.max_len, d_model)
+        self.seg = nn.Embedding(len(_SEGMENTS) + 1, d_model)
+        for emb in (self.tok, self.ids, self.room, self.pos, self.seg):
+            # GPT-2's small initialisation: a token the model never saw (feedback, before the
+            # equilibrium arm's training) starts near zero instead of as a large random vector
+            nn.init.normal_(emb.weight, std=0.02)
+            if emb.padding_idx is not None:
+                with torch.no_grad():
+                    emb.weight[emb.padding_idx].zero_()
         self.blocks = nn.ModuleList(_Block(d_model, n_heads, dropout) for _ in range(n_layers))
         self.ln = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, n, bias=False)
+        self.pointer = bool(pointer)
+        if self.pointer:
+            self.p_query = nn.Linear(d_model, d_model)
+            self.p_key = nn.Linear(d_model, d_model)
+        self.register_buffer("id_tokens", _ID_TOKENS.clone(), persistent=False)
+        self.register_buffer("segment_tokens", _SEGMENTS.clone(), persistent=False)
         if tied:
             # one table for every channel and the output: copying an object's id from its
             # context position then raises exactly that id's logit
@@ -328,31 +383,69 @@ class PlanTransformer(nn.Module):
         past: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> torch.Tensor:
         """Logits ``(batch, length, vocab)`` (``(batch, vocab)`` of the last position with
-        ``last_only``); ``valid`` marks non-padding positions (padding may be on either side;
-        positions count valid tokens only). With ``past`` (a list that :meth:`forward` fills
-        with each layer's keys and values when empty), ``tok`` holds only the new positions
-        while ``valid`` covers the cached ones too."""
+        ``last_only``); ``valid`` marks non-padding positions (padding may be on either side).
+        Positions count from the start of each segment of the prompt (context, feedback, draft,
+        answer: a segment starts at ``<bos>``, ``<fb>``, ``<draft>``, ``<ans>``), and each
+        segment has its own embedding, so that a feedback block of any length leaves the draft
+        and the answer at the positions the model learned them. With ``past`` (a list that
+        :meth:`forward` fills with each layer's keys and values, the positions reached and the
+        pointer's keys, when empty), ``tok`` holds only the new positions while ``valid`` covers
+        the cached ones too; the pointer can point to the positions of the first call (the
+        prompt)."""
         total, n = valid.shape[1], tok.shape[1]
         if total > self.max_len:
             raise ValueError(f"sequence length must be <= max_len={self.max_len}, got {total}")
-        pos = (valid.long().cumsum(1) - 1).clamp(min=0)[:, total - n :]
-        x = self.tok(tok) + self.ids(ids) + self.room(room) + self.pos(pos)
+        cached = past is not None and len(past) > 0
+        if cached and past is not None:
+            last_pos, seg_now = past[len(self.blocks)]
+            pos = last_pos[:, None] + torch.arange(1, n + 1)[None, :]
+            seg = seg_now[:, None].expand(-1, n)
+        else:
+            markers: torch.Tensor = self.segment_tokens  # type: ignore[assignment]
+            marker = torch.isin(tok, markers)
+            idx = torch.arange(n)[None, :].expand_as(tok)
+            start = torch.where(marker, idx, torch.full_like(idx, -1)).cummax(dim=1).values
+            pos = idx - start  # left padding before <bos> gets a position it never uses
+            seg = marker.long().cumsum(1)
+            if past is not None:
+                past.append((pos[:, -1], seg[:, -1]))
+        if cached and past is not None:
+            past[len(self.blocks)] = (pos[:, -1], seg[:, -1])
+        pos = pos.clamp(max=self.max_len - 1)
+        seg = seg.clamp(max=len(_SEGMENTS))
+        x = self.tok(tok) + self.ids(ids) + self.room(room) + self.pos(pos) + self.seg(seg)
         # query i sits at absolute position total - n + i
         q_at = torch.arange(total - n, total)[:, None]
         k_at = torch.arange(total)[None, :]
         causal, eye = k_at <= q_at, k_at == q_at  # rows of the last n positions only
         mask = (causal & valid[:, None, None, :]) | eye  # (b, 1, n, total)
-        cached = past is not None and len(past) == len(self.blocks)
         for k, blk in enumerate(self.blocks):
-            x, kv = blk(x, mask, past[k] if cached and past is not None else None)
+            kv_in = past[k] if cached and past is not None else None
+            x, kv = blk(x, mask, kv_in)
             if past is not None:
                 if cached:
                     past[k] = kv
                 else:
-                    past.append(kv)
+                    past.insert(k, kv)
+        h = self.ln(x)
         if last_only:
-            x = x[:, -1]
-        return self.head(self.ln(x))
+            h = h[:, -1:]
+        logits = self.head(h)
+        if self.pointer:
+            if cached and past is not None:
+                keys, at = past[len(self.blocks) + 1]
+            else:
+                keys, at = self.p_key(self.ln(x)), ids
+                if past is not None:
+                    past.append((keys, at))
+            score = self.p_query(h) @ keys.transpose(1, 2) / keys.shape[-1] ** 0.5
+            score = score.masked_fill(at[:, None, :] == 0, float("-inf"))
+            copy = torch.full_like(logits, float("-inf")).scatter_reduce(
+                2, at[:, None, :].expand_as(score), score, reduce="amax", include_self=True
+            )
+            at_ids: torch.Tensor = self.id_tokens  # type: ignore[assignment]
+            logits = logits.index_copy(2, at_ids, copy[..., at_ids])
+        return logits[:, -1] if last_only else logits
 
 
 def collate(
@@ -431,6 +524,75 @@ def decode(
     return out
 
 
+class _LoRAQV(nn.Module):
+    """A low-rank update of the query and value rows of a fused ``qkv`` weight ``(3d, d)``:
+    ``W_q + s B_q A_q`` and ``W_v + s B_v A_v`` with ``s = alpha / rank``; ``B`` starts at 0."""
+
+    def __init__(self, d: int, rank: int, alpha: float) -> None:
+        super().__init__()
+        self.a_q = nn.Parameter(torch.randn(rank, d) / d**0.5)
+        self.b_q = nn.Parameter(torch.zeros(d, rank))
+        self.a_v = nn.Parameter(torch.randn(rank, d) / d**0.5)
+        self.b_v = nn.Parameter(torch.zeros(d, rank))
+        self.scale = alpha / rank
+
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        d = w.shape[1]
+        zero = torch.zeros(d, d, dtype=w.dtype, device=w.device)
+        delta = torch.cat([self.b_q @ self.a_q, zero, self.b_v @ self.a_v]) * self.scale
+        return w + delta
+
+
+def lora_steps(
+    model: PlanTransformer,
+    examples: Sequence[tuple[Prompt, Sequence[int]]],
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    generator: torch.Generator,
+    rank: int = 8,
+    alpha: float = 16.0,
+    weight_decay: float = 1e-3,
+) -> list[float]:
+    """``steps`` steps of :func:`train_steps` through a fresh LoRA, then merged into the weights.
+
+    As the official fine-tuning (PEFT's ``LoraConfig(r=8, lora_alpha=16)`` on a Llama, whose
+    default targets are the query and value projections): every weight is frozen but a
+    rank-``rank`` update of each block's query and value projections; after training the update
+    is merged (``merge_and_unload``), so the next call starts a new LoRA on the merged model.
+    """
+    from torch.nn.utils import parametrize
+
+    rank = V.integer("rank", rank, low=1)
+    frozen = [(p, p.requires_grad) for p in model.parameters()]
+    for p, _ in frozen:
+        p.requires_grad_(False)
+    adapters: list[nn.Module] = []
+    for blk in model.blocks:
+        assert isinstance(blk, _Block)
+        lora = _LoRAQV(blk.qkv.in_features, rank, alpha)
+        parametrize.register_parametrization(blk.qkv, "weight", lora)
+        adapters.append(lora)
+    params = [p for a in adapters for p in a.parameters()]
+    try:
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        return train_steps(
+            model,
+            examples,
+            steps=steps,
+            batch_size=batch_size,
+            optimizer=opt,
+            generator=generator,
+        )
+    finally:
+        for blk in model.blocks:
+            assert isinstance(blk, _Block)
+            parametrize.remove_parametrizations(blk.qkv, "weight", leave_parametrized=True)
+        for p, req in frozen:
+            p.requires_grad_(req)
+
+
 def train_steps(
     model: PlanTransformer,
     examples: Sequence[tuple[Prompt, Sequence[int]]],
@@ -439,15 +601,29 @@ def train_steps(
     batch_size: int,
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
+    weights: Sequence[float] | None = None,
 ) -> list[float]:
     """``steps`` optimiser steps of teacher-forced cross-entropy on the target tokens only
-    (the prompt is masked out, as ``prompt_loss_weight=0`` in the official trainer)."""
+    (the prompt is masked out, as ``prompt_loss_weight=0`` in the official trainer). Batches
+    are drawn uniformly with replacement, or in proportion to ``weights`` (one per example)."""
     losses: list[float] = []
     if not examples or steps <= 0:
         return losses
+    w = None
+    if weights is not None:
+        w = torch.as_tensor(list(weights), dtype=torch.float64)
+        if w.shape != (len(examples),) or not bool((w >= 0).all()) or float(w.sum()) <= 0:
+            raise ValueError(
+                f"weights must be {len(examples)} non-negative numbers, not all 0, got "
+                f"shape {tuple(w.shape)}"
+            )
     model.train()
     for _ in range(steps):
-        pick = torch.randint(len(examples), (min(batch_size, len(examples)),), generator=generator)
+        size = min(batch_size, len(examples))
+        if w is None:
+            pick = torch.randint(len(examples), (size,), generator=generator)
+        else:
+            pick = torch.multinomial(w, size, replacement=True, generator=generator)
         batch = [examples[int(i)] for i in pick]
         tok, ids, room, valid, lmask = collate(
             [p for p, _ in batch], [t for _, t in batch], left=False

@@ -21,13 +21,15 @@ from icml25.maple.graph import (
     shortest_path_counts,
 )
 from icml25.maple.learners import HashingEmbedder, LabelScorer, SentenceEncoder
-from icml25.maple.pipeline import MAPLE, STRATEGIES, Template, adaptive_scores
+from icml25.maple.pipeline import MAPLE, STRATEGIES, adaptive_scores
+from icml25.maple.prompts import MultiTurnLM, Template
 
 __all__ = [
     "MAPLE",
     "STRATEGIES",
     "HashingEmbedder",
     "LabelScorer",
+    "MultiTurnLM",
     "SentenceEncoder",
     "Template",
     "adaptive_scores",
@@ -47,6 +49,6 @@ register(
     url="https://arxiv.org/abs/2505.16225",
     summary="Pseudo-label the unlabeled items with the most graph influence on the labeled set, "
     "then pick demonstrations per query by shortest-path counts on a relevance graph.",
-    quick_seconds=35,
+    quick_seconds=400,
     module="icml25.maple.reproduce",
 )

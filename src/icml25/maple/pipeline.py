@@ -31,8 +31,8 @@ Learning", ICML 2025 (arXiv:2505.16225); official code Chen-1031/MAPLE_ICL.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,31 +41,10 @@ import scipy.sparse as sp
 from icml25.core import validate as V
 from icml25.maple.graph import _bfs_counts, connect_components, influence_scores, knn_graph
 from icml25.maple.learners import check_labels
+from icml25.maple.prompts import Template
 
 STRATEGIES = ("maple", "random", "rag", "rag_adapt", "few_shot", "zero_shot")
 """``strategy`` values of :class:`MAPLE`: the method and the paper's baselines."""
-
-
-@dataclass(frozen=True)
-class Template:
-    """How demonstrations and queries are written (the official prompts list every allowed
-    label and ask for a bare answer; embedding texts are the template with the answer slot
-    empty, or filled with the (pseudo-)label for ``G'``)."""
-
-    instruction: str = (
-        "Classify each text into one of these categories: {labels}. Answer with the category only."
-    )
-    input_prefix: str = "Text: "
-    output_prefix: str = "Category: "
-
-    def item(self, text: str, label: str | None = None) -> str:
-        tail = f" {label}" if label is not None else ""
-        return f"{self.input_prefix}{text}\n{self.output_prefix}".rstrip() + tail
-
-    def prompt(self, demos: Sequence[tuple[str, str]], query: str, labels: Sequence[str]) -> str:
-        head = self.instruction.format(labels=", ".join(labels))
-        body = "".join(self.item(x, y) + "\n\n" for x, y in demos)
-        return f"{head}\n\n{body}{self.item(query)}"
 
 
 def _texts(name: str, value: Any, *, allow_empty: bool = False) -> list[str]:
@@ -290,13 +269,24 @@ class MAPLE:
         return self
 
     # -- step 4 ------------------------------------------------------------------------------
-    def demonstrations(self, query: str) -> list[tuple[str, str]]:
-        """The demos, in prompt order, that this query gets."""
+    def demonstrations(self, query: str, *, n_demos: int | None = None) -> list[tuple[str, str]]:
+        """The demos, in prompt order, that this query gets.
+
+        ``n_demos`` (strategies that keep every demo: ``few_shot``, ``random``, ``rag``) keeps a
+        random subset of that many demos in their prompt order, the same subset for the same
+        query and ``random_state``: a baseline matched on demo count to a filtering strategy
+        (MAPLE keeps about three quarters of its demos, the official baselines all of theirs).
+        """
         if not hasattr(self, "labeled_"):
             raise RuntimeError("call fit before demonstrations/prompts/predict")
         if not isinstance(query, str) or not query.strip():
             raise ValueError(f"query must be a non-empty string, got {query!r}")
         s, tpl = self.strategy, self.template_
+        if n_demos is not None and s in ("maple", "rag_adapt", "zero_shot"):
+            raise ValueError(
+                f"n_demos must be None for strategy {s!r} (it decides its own demos), "
+                f"got {n_demos!r}"
+            )
         if s == "zero_shot":
             return []
         pseudo = [
@@ -304,7 +294,13 @@ class MAPLE:
         ]
         demos = list(self.labeled_) if s == "few_shot" else self.labeled_ + pseudo
         if s in ("few_shot", "random", "rag"):
-            return demos
+            if n_demos is None:
+                return demos
+            n = V.integer("n_demos", n_demos, low=0, high=len(demos))
+            seed = 0 if self.random_state is None else int(self.random_state)
+            rng = np.random.default_rng([seed, zlib.crc32(query.encode())])
+            keep = np.sort(rng.choice(len(demos), size=n, replace=False))
+            return [demos[int(i)] for i in keep]
         e_in = self._embed([tpl.item(x) for x, _ in demos])
         e_q = self._embed([tpl.item(query)])[0]
         if s == "maple":
@@ -314,16 +310,29 @@ class MAPLE:
             t = _adaptive_scores(e_lab, e_in, e_q, self.adapt_degree, self.query_links)
         else:  # rag_adapt
             t = e_in @ e_q
-        keep = t > np.percentile(t, self.percentile)
-        return [d for d, k in zip(demos, keep, strict=True) if k]
+        keep_mask = t > np.percentile(t, self.percentile)
+        return [d for d, k in zip(demos, keep_mask, strict=True) if k]
 
-    def prompts(self, queries: Sequence[str]) -> list[str]:
-        """One assembled prompt per query."""
+    def prompts(self, queries: Sequence[str], *, n_demos: Sequence[int] | None = None) -> list[str]:
+        """One assembled prompt per query (``n_demos``: a demo count per query, see
+        :meth:`demonstrations`)."""
         qs = _texts("queries", queries)
         if not hasattr(self, "labeled_"):
             raise RuntimeError("call fit before demonstrations/prompts/predict")
-        return [self.template_.prompt(self.demonstrations(q), q, self.labels_) for q in qs]
+        counts: list[int | None] = [None] * len(qs)
+        if n_demos is not None:
+            if isinstance(n_demos, (str, bytes)) or not isinstance(n_demos, Sequence):
+                raise TypeError(f"n_demos must be a list of ints, got {type(n_demos).__name__}")
+            if len(n_demos) != len(qs):
+                raise ValueError(
+                    f"n_demos must have one count per query ({len(qs)}), got {len(n_demos)}"
+                )
+            counts = list(n_demos)
+        return [
+            self.template_.prompt(self.demonstrations(q, n_demos=c), q, self.labels_)
+            for q, c in zip(qs, counts, strict=True)
+        ]
 
-    def predict(self, queries: Sequence[str]) -> list[str]:
+    def predict(self, queries: Sequence[str], *, n_demos: Sequence[int] | None = None) -> list[str]:
         """The learner's label for each query."""
-        return self._ask(self.prompts(queries))
+        return self._ask(self.prompts(queries, n_demos=n_demos))
