@@ -86,6 +86,7 @@ def test_test_files_have_unique_basenames():
 # audit removes its method from this set; it must end empty.
 NOT_YET_AUDITED = {
     "enzyme_rag",
+    "llmscan",
 }
 
 
