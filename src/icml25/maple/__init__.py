@@ -49,6 +49,6 @@ register(
     url="https://arxiv.org/abs/2505.16225",
     summary="Pseudo-label the unlabeled items with the most graph influence on the labeled set, "
     "then pick demonstrations per query by shortest-path counts on a relevance graph.",
-    quick_seconds=400,
+    quick_seconds=120,
     module="icml25.maple.reproduce",
 )
