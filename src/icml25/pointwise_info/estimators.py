@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from torch import nn
 from torch.nn import functional as F
 
@@ -201,8 +202,10 @@ def _check_positive(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
-class _PointwiseScores:
-    """``predict_proba`` and ``confidence`` from ``score_samples``."""
+class _PointwiseScores(BaseEstimator):
+    """``predict_proba`` and ``confidence`` from ``score_samples``; scikit-learn's estimator
+    conventions (``get_params`` / ``set_params``, ``clone``, the parameter ``repr``) from
+    ``BaseEstimator``: every ``__init__`` argument is stored unchanged under its own name."""
 
     n_classes_: int
     SCALES = ("softmax", "raw")
