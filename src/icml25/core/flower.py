@@ -37,7 +37,8 @@ def server_app(
 ) -> Any:
     """A ``ServerApp`` for ``flwr run``: ``strategy_fn(context)`` and ``initial_fn(context)``
     (the initial arrays) read the run config; the number of rounds is ``num-server-rounds``;
-    the final arrays are logged as ``"<what> after N rounds: <describe(arrays)>"``."""
+    the final arrays are logged as ``"<what> after N rounds: <describe(arrays)>"`` and, when the
+    run config has ``result-path``, saved there with ``numpy.savez``."""
     require_flwr("a Flower ServerApp")
     from flwr.app import ArrayRecord
     from flwr.serverapp import ServerApp
@@ -50,8 +51,15 @@ def server_app(
         result = strategy_fn(context).start(
             grid=grid, initial_arrays=ArrayRecord(initial_fn(context)), num_rounds=rounds
         )
-        final = describe(result.arrays.to_numpy_ndarrays())
-        logging.getLogger("flwr").info("%s after %d rounds: %s", what, rounds, final)
+        arrays = result.arrays.to_numpy_ndarrays()
+        log = logging.getLogger("flwr")
+        log.info("%s after %d rounds: %s", what, rounds, describe(arrays))
+        path = context.run_config.get("result-path")
+        if path:  # the final model back to the user: numpy arrays in one .npz
+            import numpy as np
+
+            np.savez(str(path), *arrays)
+            log.info("%s saved to %s (numpy.load gives arr_0, arr_1, ...)", what, path)
 
     return app
 
