@@ -18,8 +18,10 @@ from icml25.ipv_bench.bench import (
     Replies,
     build_benchmark,
     category_judge,
+    clip_frames,
     evaluate,
     random_replies,
+    replies_from_model,
     replies_from_probs,
 )
 from icml25.ipv_bench.data import (
@@ -100,6 +102,7 @@ __all__ = [
     "arrange_options",
     "build_benchmark",
     "category_judge",
+    "clip_frames",
     "evaluate",
     "generate_clip",
     "generate_clips",
@@ -120,6 +123,7 @@ __all__ = [
     "predict_proba",
     "random_replies",
     "read_video",
+    "replies_from_model",
     "replies_from_probs",
     "taxonomy_labels",
     "train_video_model",

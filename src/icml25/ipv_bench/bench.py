@@ -18,6 +18,7 @@ released parsing and metrics and the deterministic :func:`category_judge`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -210,6 +211,68 @@ def replies_from_probs(
             if name == PLAUSIBLE
             else (BY_NAME[name].description)
         )
+    return Replies(judg, mcqa, openqa)
+
+
+def clip_frames(clips: ClipSet, index: int) -> np.ndarray:
+    """Clip ``index`` of ``clips`` as ``(T, H, W, 3)`` float32 in [0, 1]: the layout
+    :func:`~icml25.ipv_bench.data.read_video` returns for a video file, whatever the
+    ``ClipSet`` stores (``(T, 3, H, W)``, float or uint8)."""
+    if not isinstance(clips, ClipSet):
+        raise TypeError(f"clips must be a ClipSet, got {type(clips).__name__}")
+    i = V.integer("index", index, low=0)
+    if i >= len(clips.frames):
+        raise ValueError(f"index must be below the {len(clips.frames)} clips, got {i}")
+    frames = clips.frames[i]
+    out = frames.astype(np.float32) / 255.0 if frames.dtype == np.uint8 else frames
+    return np.ascontiguousarray(out.transpose(0, 2, 3, 1), dtype=np.float32)
+
+
+def replies_from_model(
+    bench: GeneratedBenchmark,
+    clips: ClipSet,
+    answer: Callable[[np.ndarray, str], str],
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> Replies:
+    """Your model on the generated benchmark: ``answer(frames, question) -> reply text`` is
+    called once per question of the three tasks, with the clip as ``(T, H, W, 3)`` float32 in
+    [0, 1] (:func:`clip_frames`, the layout of ``read_video``) and the question's text (which
+    already says how to answer: yes/no, a letter, or free text). Score the result with
+    :func:`evaluate`. Replies that are not strings are refused with the question's id."""
+    if not callable(answer):
+        raise TypeError(f"answer must be a function (frames, question) -> str, got {answer!r}")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable or None, got {progress!r}")
+    if len(clips.frames) != len(bench.video_names):
+        raise ValueError(
+            f"clips must hold the benchmark's {len(bench.video_names)} clips, got "
+            f"{len(clips.frames)}"
+        )
+    total = len(bench.judgement_question) + len(bench.mcqa_question) + len(bench.openqa_question)
+    done = 0
+
+    def ask(task: str, key: str, video: str, question: str) -> str:
+        nonlocal done
+        reply = answer(clip_frames(clips, bench.video_index[video]), question)
+        if not isinstance(reply, str):
+            raise TypeError(
+                f"answer must return the reply text (str); for {task} question {key!r} "
+                f"it returned {type(reply).__name__}"
+            )
+        done += 1
+        if progress is not None and done % 50 == 0:
+            progress(f"IPV-Bench: {done}/{total} questions answered")
+        return reply
+
+    judg = {
+        q: ask("judgement", q, it["video_name"], it["question"])
+        for q, it in bench.judgement_question.items()
+    }
+    mcqa = {
+        q: ask("mcqa", q, it["video_name"], it["question"]) for q, it in bench.mcqa_question.items()
+    }
+    openqa = {v: ask("openqa", v, v, question) for v, question in bench.openqa_question.items()}
     return Replies(judg, mcqa, openqa)
 
 
