@@ -262,6 +262,18 @@ def fedclup(
     lam = check_lambda(lam)
     if not problems:
         raise ValueError("problems must hold at least one client")
+    for i, pr in enumerate(problems):
+        if not all(hasattr(pr, a) for a in ("dim", "n", "smoothness")):
+            hint = (
+                ": wrap client data as LeastSquares(X, y) or SoftmaxRegression(X, y, num_classes)"
+                if isinstance(pr, tuple)
+                else ""
+            )
+            raise TypeError(
+                f"problems[{i}] must be a client problem (LeastSquares, SoftmaxRegression, "
+                f"TorchProblem or your own with dim, n, smoothness, ...), got "
+                f"{type(pr).__name__}{hint}"
+            )
     rounds = V.integer("rounds", rounds, low=1)
     local_steps = V.integer("local_steps", local_steps, low=1)
     if lr_local is not None:
