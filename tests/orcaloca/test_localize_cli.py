@@ -124,3 +124,19 @@ def test_model_specs():
     assert pol.lm.model == "my-model" and pol.lm.base_url == "http://localhost:8000"
     with pytest.raises(ValueError, match="base_url must start with http"):
         make_policy("openai:m", base_url="localhost:8000")
+
+
+def test_a_reproducers_prints_stay_out_of_the_json(buggy_packaging, capsys):
+    """Issue 56 item 7: a reproducer that prints must not corrupt --json output."""
+    repo, issue, repro = buggy_packaging
+    repro.write_text("print('noise from the reproducer')\n" + REPRODUCER)
+    rc = main(["localize", str(issue), "--repo", str(repo), "--reproducer", str(repro), "--json"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "noise from the reproducer" not in out
+    assert json.loads(out)["reproducer_exception"].startswith("AssertionError")
+
+
+def test_the_reproducer_help_line_is_a_whole_sentence(capsys):
+    with pytest.raises(SystemExit):
+        main(["localize", "--help"])
+    assert "its call trace seeds the search" in " ".join(capsys.readouterr().out.split())

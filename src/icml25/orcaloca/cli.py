@@ -14,6 +14,8 @@ variable named by ``--api-key-env``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import runpy
@@ -31,7 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``localize`` sub-command's arguments (used by ``icml25``'s parser)."""
     p.add_argument("issue_file", type=Path, help="a text file with the issue")
     p.add_argument("--repo", type=Path, required=True, help="the repository to search")
-    p.add_argument("--reproducer", type=Path, default=None, help="a script whose trace seeds")
+    p.add_argument(
+        "--reproducer",
+        type=Path,
+        default=None,
+        help="a Python script that reproduces the issue; its call trace seeds the search",
+    )
     p.add_argument("--max-steps", type=int, default=30, help="searches at most (default 30)")
     p.add_argument(
         "--model",
@@ -121,10 +128,12 @@ def _run_reproducer(script: Path, root: Path, files: dict[str, str]) -> tuple[An
         del sys.modules[k]
     paths = [str(root.resolve()), str((root / "src").resolve())]
     sys.path[:0] = paths
+    out, err = io.StringIO(), io.StringIO()  # the script's prints stay out of the results
     try:
-        _v, exc, trace = trace_calls(
-            lambda: runpy.run_path(str(script), run_name="__main__"), files=files
-        )
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            _v, exc, trace = trace_calls(
+                lambda: runpy.run_path(str(script), run_name="__main__"), files=files
+            )
     finally:
         for p in paths:
             sys.path.remove(p)
