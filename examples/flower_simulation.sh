@@ -19,6 +19,15 @@ address = ":local-in-memory:"
 
 TOML
 cd "$app"
+# `flwr run` against :local-in-memory: starts a SuperLink that outlives it: stop the ones this
+# script started (those not running before), at exit
+before="$(pgrep -f flower-superlink || true)"
+cleanup() {
+  for p in $(pgrep -f flower-superlink || true); do
+    grep -qx "$p" <<<"$before" || kill "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
 flwr run . simulation --stream --federation-config "num-supernodes=$nodes" \
   --run-config "num-server-rounds=$rounds num-clients=$nodes result-path='$app/result.npz'"
 python -c "import numpy as np; r = np.load('$app/result.npz'); print('result.npz:', {k: r[k].shape for k in r})"
