@@ -129,8 +129,10 @@ def retrieval_table(
     exclude_self: bool = True,
     similarity: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(S, d)`` enzyme indices retrieved for each stored substrate, skipping the substrate's own
-    entry when ``exclude_self`` (the generator must never see the enzymes it reconstructs).
+    """``(S, d)`` enzyme indices retrieved for each stored substrate. With ``exclude_self``
+    (training) every enzyme that acts on the substrate is excluded, wherever it is stored: the
+    generator must never see the enzymes it reconstructs, and an enzyme that also acts on a
+    similar substrate would otherwise come back through that substrate's entry (issue 52).
     ``similarity`` is the stored substrates' ``(S, S)`` Tanimoto matrix, if already computed."""
     d = V.integer("d", d, low=1)
     retriever._check_fitted()
@@ -139,7 +141,11 @@ def retrieval_table(
     out = np.empty((n, d), dtype=np.int64)
     for s in range(n):
         got = retriever.retrieve(
-            retriever.smiles_[s], d=d, exclude=[s] if exclude_self else [], similarity=sim[s]
+            retriever.smiles_[s],
+            d=d,
+            exclude=[s] if exclude_self else [],
+            exclude_enzymes=retriever.enzymes_of_[s] if exclude_self else [],
+            similarity=sim[s],
         ).enzymes
         if len(got) < d:
             raise ValueError(
