@@ -144,7 +144,7 @@ def retrieval_table(
             retriever.smiles_[s],
             d=d,
             exclude=[s] if exclude_self else [],
-            exclude_enzymes=retriever.enzymes_of_[s] if exclude_self else [],
+            exclude_enzymes=retriever.enzymes_of_[s].tolist() if exclude_self else [],
             similarity=sim[s],
         ).enzymes
         if len(got) < d:
