@@ -91,7 +91,6 @@ NOT_YET_AUDITED = {
     "compositional",
     "constrained_clustering",
     "drift_calibration",
-    "enzyme_rag",
     "equilibrium_planner",
     "fedgvi",
     "ipv_bench",

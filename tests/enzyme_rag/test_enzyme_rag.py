@@ -407,3 +407,15 @@ def test_generator_learns_to_copy_a_retrieved_row() -> None:
         losses.append(out.loss.item())
     assert np.mean(losses[:10]) > 2.5
     assert np.mean(losses[-20:]) < 0.3
+
+
+def test_consensus_arm_is_the_column_mode() -> None:
+    from icml25.enzyme_rag.reproduce import _consensus
+
+    rng = np.random.default_rng(0)
+    rows = rng.integers(3, size=(4, 5, 6))
+    got = _consensus(rows)
+    for i in range(4):
+        for j in range(6):
+            counts = np.bincount(rows[i, :, j], minlength=20)
+            assert got[i, j] == int(np.argmax(counts))  # ties: the lowest id, as argmax
