@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import subprocess
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -117,8 +118,8 @@ def evodex_reactions_path() -> Path:
     spec = importlib.util.find_spec("evodex")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
-            "the evodex package is not installed: pip install 'icml25[enzyme]' (or make "
-            "enzyme-data), or pass the path of selected_reactions.csv"
+            "the evodex package is not installed: make enzyme-data (or pip install --no-deps "
+            "evodex), or pass the path of selected_reactions.csv"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / "selected_reactions.csv"
     if not path.is_file():
@@ -144,6 +145,7 @@ def _canonical(smiles: str) -> str | None:
     return None if mol is None else Chem.MolToSmiles(mol)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _heavy_atoms(smiles: str) -> int:
     from rdkit import Chem
 
