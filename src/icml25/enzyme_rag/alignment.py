@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from icml25.enzyme_rag.sequences import GAP, _global_align, encode
+from icml25.enzyme_rag.sequences import AMINO_ACIDS, GAP, _global_align
 
 __all__ = [
     "Aligner",
@@ -42,12 +42,18 @@ Aligner = Callable[[Sequence[str]], list[str]]
 def _check_input(sequences: Sequence[str]) -> list[str]:
     if isinstance(sequences, str):
         raise TypeError("sequences must be a list of strings, got a single str")
-    seqs = [s.upper() for s in sequences]
+    seqs = list(sequences)
     if not seqs:
         raise ValueError("sequences must hold at least one sequence, got none")
     for i, s in enumerate(seqs):
-        encode([s], name=f"sequences[{i}]", gaps=False)
-    return seqs
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"sequences[{i}] must be a non-empty string, got {s!r}")
+        bad = sorted(set(s.upper()) - set(AMINO_ACIDS))
+        if bad:
+            raise ValueError(
+                f"sequences[{i}] must hold only the 20 amino-acid letters, got {''.join(bad)!r}"
+            )
+    return [s.upper() for s in seqs]
 
 
 def check_alignment(sequences: Sequence[str], rows: Sequence[str], *, who: str = "aligner") -> None:

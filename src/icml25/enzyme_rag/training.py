@@ -67,10 +67,8 @@ def pad_tokens(sequences: Sequence[str]) -> np.ndarray:
     seqs = list(sequences)
     if not seqs:
         raise ValueError("sequences must hold at least one sequence, got none")
-    width = max(len(x) for x in seqs)
-    return np.stack(
-        [encode([x.ljust(width, GAP)], name=f"sequences[{i}]")[0] for i, x in enumerate(seqs)]
-    )
+    width = max(len(x) if isinstance(x, str) else 0 for x in seqs)
+    return encode([x.ljust(width, GAP) if isinstance(x, str) else x for x in seqs])
 
 
 def query_msas(
@@ -100,8 +98,14 @@ def msa_batch(msas: Sequence[np.ndarray], d: int) -> tuple[torch.Tensor, torch.T
     """Targets ``(B, W)`` and contexts ``(B, d, W)`` (``None`` for ``d = 0``) from per-pair
     alignments: rows ``0..d`` of each, columns that are gaps in all of them dropped, then padded
     at the end with gaps to the batch's widest."""
+    if not msas:
+        raise ValueError("msas must hold at least one alignment, got none")
     parts = []
-    for a in msas:
+    for i, a in enumerate(msas):
+        if np.ndim(a) != 2 or len(a) < 1 + d:
+            raise ValueError(
+                f"msas[{i}] must be (>= 1 + d = {1 + d}, W) tokens, got shape {np.shape(a)}"
+            )
         sub = np.asarray(a)[: 1 + d]
         parts.append(sub[:, (sub != GAP_ID).any(axis=0)])
     width = max(x.shape[1] for x in parts)
