@@ -60,13 +60,15 @@ browser:
 
 # Real enzymes for enzyme_rag (issue 52): EVODEX reactions with EC numbers and UniProt
 # accessions (PyPI evodex, MIT; without its pandas dependency: the loader reads the CSV itself),
-# Clustal Omega for the per-query alignments, NCBI BLAST+ and the Swiss-Prot 2014 BLAST databases
-# of Debian metastudent-data (about 225 MB to download, 780 MB installed). Without them
+# pyhmmer (MIT/BSD: profile-HMM scores in the evaluation), Clustal Omega for the per-query
+# alignments, NCBI BLAST+ and the Swiss-Prot 2014 BLAST databases of Debian metastudent-data
+# (about 225 MB to download, 780 MB installed). Without them
 # enzyme_rag runs on its synthetic benchmark and its pure-Python aligner, and the tests that
 # need them are skipped.
 METASTUDENT := /usr/share/metastudent-data/dataset_201401/MFO/goasp.fasta.pin
 enzyme-data: $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps "evodex>=2.1"
+	$(BIN)/python -m pip install -q "pyhmmer>=0.10"
 	@[ -e $(METASTUDENT) ] && command -v clustalo >/dev/null && command -v blastdbcmd >/dev/null || \
 	  { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clustalo ncbi-blast+ \
