@@ -41,11 +41,17 @@ def test_blastp_hook_parses_tabular_output(tmp_path: Path) -> None:
     exe = tmp_path / "blastp"
     exe.write_text(
         f"#!{sys.executable}\n"
-        "print('q0\\tr0\\t50.0'); print('q0\\tr1\\t90.5'); print('q2\\tr0\\t30.0')\n"
+        "print('q0\\tr0\\t50.0\\t100'); print('q0\\tr1\\t90.5\\t80')\n"
+        "print('q1\\tr0\\t99.0\\t20'); print('q2\\tr0\\t30.0\\t60')\n"
     )
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     got = blastp_identity(["MKT", "MKA", "MKW"], ["MKT", "MKA"], executable=str(exe))
-    assert got.tolist() == [0.905, 0.0, 0.3]
+    assert got.tolist() == [0.905, 0.0, 0.3]  # q1's hit covers 20% of it: not counted
+    assert blastp_identity(["MKT", "MKA", "MKW"], ["MKT"], executable=str(exe), min_coverage=0.1)[
+        1
+    ] == pytest.approx(0.99)
+    with pytest.raises(ValueError, match="min_coverage"):
+        blastp_identity(["MKT"], ["MKT"], min_coverage=2.0)
     with pytest.raises(RuntimeError, match="not installed"):
         blastp_identity(["MKT"], ["MKT"], executable=str(tmp_path / "absent"))
 

@@ -61,11 +61,15 @@ def blastp_identity(
     *,
     executable: str = "blastp",
     evalue: float = 10.0,
+    min_coverage: float = 0.5,
 ) -> np.ndarray:
-    """Highest BLASTp percent identity / 100 of each query to any reference (0 where BLAST
-    reports no hit). BLAST's identity is over its local alignment, as the paper's Table 3."""
+    """Highest BLASTp percent identity / 100 of each query to any reference, counting only
+    hits whose alignment covers at least ``min_coverage`` of the query (BLAST's identity is over
+    its local alignment, which for a short hit says little); 0 where no hit qualifies."""
     q = _check(queries, "queries")
     r = _check(references, "references")
+    if not 0.0 <= min_coverage <= 1.0:
+        raise ValueError(f"min_coverage must be in [0, 1], got {min_coverage!r}")
     with tempfile.TemporaryDirectory(prefix="icml25-blastp-") as tmp:
         qf, rf = Path(tmp) / "q.fasta", Path(tmp) / "r.fasta"
         qf.write_text("".join(f">q{i}\n{s}\n" for i, s in enumerate(q)))
@@ -77,7 +81,7 @@ def blastp_identity(
             "-subject",
             str(rf),
             "-outfmt",
-            "6 qseqid sseqid pident",
+            "6 qseqid sseqid pident qcovhsp",
             "-evalue",
             str(evalue),
         ]
@@ -93,7 +97,9 @@ def blastp_identity(
     out = np.zeros(len(q))
     for line in done.stdout.splitlines():
         parts = line.split("\t")
-        if len(parts) < 3 or not parts[0].startswith("q"):
+        if len(parts) < 4 or not parts[0].startswith("q"):
+            continue
+        if float(parts[3]) / 100.0 < min_coverage:
             continue
         i = int(parts[0][1:])
         out[i] = max(out[i], float(parts[2]) / 100.0)
