@@ -1,6 +1,6 @@
 """enzyme_rag: bad input at every public entry point gets a clear error."""
 
-# not entry points: ALPHABET, AMINO_ACIDS, OADMLoss, Retrieval, TrainHistory
+# not entry points: ALPHABET, AMINO_ACIDS, OADMLoss, Retrieval, TrainHistory, Aligner
 
 from __future__ import annotations
 
@@ -19,17 +19,25 @@ from icml25.enzyme_rag import (
     SubstrateRetriever,
     anchor_align,
     bulk_tanimoto,
+    center_star_align,
+    check_alignment,
+    clustalo_align,
     decode,
+    default_aligner,
     diversity,
     encode,
     evaluate,
     identity,
+    mafft_align,
     max_identity,
     molecule_features,
     morgan_fingerprints,
+    msa_batch,
     oadm_loss,
     pack_fingerprints,
+    pad_tokens,
     parse_smiles,
+    query_msas,
     read_fasta,
     read_reaction_table,
     retrieval_table,
@@ -194,3 +202,71 @@ def test_metrics_inputs() -> None:
         evaluate(None, ["ACDE"], "CCO")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="evaluator must return 1 finite scores"):
         evaluate(lambda x, s: np.array([np.nan]), ["ACDE"], "CCO")
+
+
+def test_alignment_inputs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least one sequence"):
+        center_star_align([])
+    with pytest.raises(ValueError, match=r"sequences\[0\] must hold only"):
+        center_star_align(["MK*"])
+    with pytest.raises(ValueError, match="must return 2 rows, got 1"):
+        check_alignment(["MK", "MA"], ["MK"])
+    with pytest.raises(ValueError, match="rows of one length"):
+        check_alignment(["MK", "MAT"], ["MK", "MAT"])
+    with pytest.raises(ValueError, match="row 1 is not sequence 1"):
+        check_alignment(["MK", "MA"], ["MK", "MW"])
+    with pytest.raises(RuntimeError, match="clustalo is not installed"):
+        clustalo_align(["MKT", "MKA"], executable=str(tmp_path / "absent"))
+    with pytest.raises(RuntimeError, match="mafft is not installed"):
+        mafft_align(["MKT", "MKA"], executable=str(tmp_path / "absent"))
+    assert callable(default_aligner())
+
+
+def test_msa_helpers_inputs() -> None:
+    with pytest.raises(ValueError, match="at least one sequence"):
+        pad_tokens([])
+    with pytest.raises(ValueError, match=r"sequences\[1\] must hold only"):
+        pad_tokens(["MK", "M1"])
+    with pytest.raises(ValueError, match="aligner must return rows of one length"):
+        query_msas(["MKT", "MA"], np.array([[0, 0]]), np.array([[1]]), lambda rows: list(rows))
+    with pytest.raises(ValueError, match="not sequence 0 with gaps"):
+        query_msas(["MKT", "MA"], np.array([[0, 0]]), np.array([[1]]), lambda r: ["MAT", "MK-"])
+    a = encode(["MK", "MA"])
+    with pytest.raises(ValueError, match=r"msas\[0\] must be \(>= 1 \+ d = 6, W\)"):
+        msa_batch([a], d=5)  # more rows asked than the alignment holds
+    with pytest.raises(ValueError, match="at least one alignment"):
+        msa_batch([], d=0)
+    with pytest.raises(ValueError, match="msas must hold one alignment per pair"):
+        train_generator(
+            _model(),
+            sequences=encode(["MKTA", "MKTW"]),
+            mol_features=np.zeros((1, 4)),
+            pairs=np.array([[0, 0]]),
+            contexts=np.array([[1]]),
+            depths=(1,),
+            msas=[],
+            steps=1,
+        )
+
+
+def test_data_loader_inputs(tmp_path: Path) -> None:
+    from icml25.enzyme_rag.data import (
+        EnzymeData,
+        join_sequences,
+        read_evodex_reactions,
+        zero_shot_split,
+    )
+
+    bad = tmp_path / "r.csv"
+    bad.write_text("unmapped,ec_num,protein_refs,protein_db\nCCO,1.1.1.1,[],\n")
+    with pytest.raises(ValueError, match="unmapped must be reaction SMILES"):
+        read_evodex_reactions(bad)
+    with pytest.raises(ValueError, match="min_heavy_atoms"):
+        read_evodex_reactions(bad, min_heavy_atoms=0)
+    with pytest.raises(ValueError, match="no reaction accession"):
+        join_sequences([], {})
+    one = EnzymeData(["CCO"], ["e"], ["MKT"], np.array([[0, 0]]), [("1",)])
+    with pytest.raises(ValueError, match="at least 2 substrates"):
+        zero_shot_split(one)
+    with pytest.raises(ValueError, match="test_fraction"):
+        zero_shot_split(one, test_fraction=1.5)

@@ -35,6 +35,7 @@ from icml25.enzyme_rag import (
     pack_fingerprints,
     read_fasta,
     read_reaction_table,
+    retrieval_table,
     sample_oadm,
     train_generator,
 )
@@ -85,6 +86,26 @@ def test_retrieval_ranks_by_similarity_and_excludes() -> None:
     # d enzymes are gathered from the ranked substrates' sets
     r2 = SubstrateRetriever().fit(SMILES[:3], [[0, 1], [2], [3, 4]])
     assert len(r2.retrieve("CCO", d=4).enzymes) == 4
+
+
+def test_retrieval_table_never_leaks_a_substrates_own_enzymes() -> None:
+    """Issue 52: an enzyme that acts on two similar substrates must not enter either one's
+    training context. Excluding only the substrate's own *entry* (the old rule) retrieves the
+    twin substrate first and, with it, the very enzyme the generator must reconstruct."""
+    smiles = ["CCCCO", "CCCCCO", "c1ccccc1", "c1ccccc1C", "CC(=O)O", "NCC(=O)O"]
+    # enzyme 0 acts on the twins 0 and 1 (as real enzymes act on ~3 substrates each)
+    enzymes = [[0, 1], [0, 2], [3], [4, 3], [5], [6]]
+    r = SubstrateRetriever().fit(smiles, enzymes)
+    table = retrieval_table(r, d=3)
+    for s, own in enumerate(enzymes):
+        leaked = set(table[s].tolist()) & set(own)
+        assert not leaked, f"substrate {s}'s context holds its own enzymes {leaked}"
+    assert table[0].tolist()[0] == 2  # the twin is still retrieved, without the shared enzyme
+    # the exclusion is by enzyme: retrieve() drops listed enzymes from every substrate's set
+    got = r.retrieve("CCCCO", d=3, exclude_enzymes=[0, 1])
+    assert not {0, 1} & set(got.enzymes.tolist()) and len(got.enzymes) == 3
+    # without exclusion a stored substrate finds its own enzymes first (Eq. 5a)
+    assert retrieval_table(r, d=2, exclude_self=False)[0].tolist() == [0, 1]
 
 
 # ---------------------------------------------------------------- sequences
@@ -386,3 +407,15 @@ def test_generator_learns_to_copy_a_retrieved_row() -> None:
         losses.append(out.loss.item())
     assert np.mean(losses[:10]) > 2.5
     assert np.mean(losses[-20:]) < 0.3
+
+
+def test_consensus_arm_is_the_column_mode() -> None:
+    from icml25.enzyme_rag.reproduce import _consensus
+
+    rng = np.random.default_rng(0)
+    rows = rng.integers(3, size=(4, 5, 6))
+    got = _consensus(rows)
+    for i in range(4):
+        for j in range(6):
+            counts = np.bincount(rows[i, :, j], minlength=20)
+            assert got[i, j] == int(np.argmax(counts))  # ties: the lowest id, as argmax

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml25.core import validate as V
-from icml25.enzyme_rag.sequences import MASK_ID, N_INPUT_TOKENS, N_TOKENS
+from icml25.enzyme_rag.sequences import GAP_ID, MASK_ID, N_INPUT_TOKENS, N_TOKENS
 
 __all__ = [
     "AxialMSADiffusion",
@@ -168,37 +168,55 @@ class AxialMSADiffusion(nn.Module):
 
 
 class EnzymeSubstrateClassifier(nn.Module):
-    """``D(x, m)``: logit that aligned sequence ``x`` acts on molecule ``m``.
+    """``D(x, m)``: logit that sequence ``x`` acts on molecule ``m``.
 
-    A sequence tower (MLP on the flattened one-hot alignment row, so it sees position-specific
-    residues such as a binding pocket), a molecule tower, and a head on ``[s, m, s * m]``.
-    Accepts token ids ``(B, L)`` or soft one-hot ``(B, L, 21)`` (Gumbel-softmax samples).
+    With a ``length``, the sequence tower is an MLP on the flattened one-hot alignment row, so
+    it sees position-specific residues such as a binding pocket (rows of one global alignment).
+    With ``length=None`` it takes rows of any width (per-query MSAs, unaligned sequences padded
+    with gaps): a residue embedding, a width-5 convolution and a mean over the non-gap
+    positions, each position weighted by ``1 - p(gap)`` so that soft one-hot rows stay
+    differentiable. Then a molecule tower and a head on ``[s, m, s * m]``. Accepts token ids
+    ``(B, L)`` or soft one-hot ``(B, L, 21)`` (Gumbel-softmax samples).
     """
 
-    def __init__(self, *, length: int, mol_dim: int, dim: int = 64, hidden: int = 128) -> None:
+    def __init__(
+        self, *, length: int | None, mol_dim: int, dim: int = 64, hidden: int = 128
+    ) -> None:
         super().__init__()
-        self.length = V.integer("length", length, low=1)
+        self.length = None if length is None else V.integer("length", length, low=1)
         self.mol_dim = V.integer("mol_dim", mol_dim, low=1)
         dim = V.integer("dim", dim, low=1)
         hidden = V.integer("hidden", hidden, low=1)
-        self.seq = nn.Sequential(
-            nn.Linear(self.length * N_TOKENS, hidden), nn.GELU(), nn.Linear(hidden, dim)
-        )
+        if self.length is None:
+            self.embed = nn.Linear(N_TOKENS, hidden)
+            self.conv = nn.Conv1d(hidden, hidden, 5, padding=2)
+            self.seq: nn.Module = nn.Linear(hidden, dim)
+        else:
+            self.seq = nn.Sequential(
+                nn.Linear(self.length * N_TOKENS, hidden), nn.GELU(), nn.Linear(hidden, dim)
+            )
         self.mol = nn.Sequential(nn.Linear(self.mol_dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
         self.head = nn.Sequential(nn.Linear(3 * dim, hidden), nn.GELU(), nn.Linear(hidden, 1))
 
+    def _sequence(self, oh: torch.Tensor) -> torch.Tensor:
+        if self.length is not None:
+            return self.seq(oh.flatten(1))
+        w = 1.0 - oh[..., GAP_ID : GAP_ID + 1]
+        h = F.gelu(self.embed(oh)) * w  # a gap is an empty position, like the conv's padding
+        h = F.gelu(self.conv(h.transpose(1, 2))).transpose(1, 2)
+        return self.seq((h * w).sum(1) / w.sum(1).clamp(min=1.0))
+
     def forward(self, x: torch.Tensor, mol: torch.Tensor) -> torch.Tensor:
         oh = _one_hot_input(x, "x", N_TOKENS)
-        if oh.ndim != 3 or oh.shape[1] != self.length:
-            raise ValueError(
-                f"x must be (B, L={self.length}) ids or soft one-hot, got {tuple(x.shape)}"
-            )
+        if oh.ndim != 3 or (self.length is not None and oh.shape[1] != self.length):
+            want = "L" if self.length is None else f"L={self.length}"
+            raise ValueError(f"x must be (B, {want}) ids or soft one-hot, got {tuple(x.shape)}")
         if mol.shape != (oh.shape[0], self.mol_dim):
             raise ValueError(
                 f"mol must have shape (B={oh.shape[0]}, mol_dim={self.mol_dim}), "
                 f"got {tuple(mol.shape)}"
             )
-        s = self.seq(oh.flatten(1))
+        s = self._sequence(oh)
         m = self.mol(mol.float())
         return self.head(torch.cat([s, m, s * m], dim=1)).squeeze(1)
 

@@ -87,6 +87,7 @@ class SubstrateRetriever:
         *,
         d: int,
         exclude: Sequence[int] = (),
+        exclude_enzymes: Sequence[int] = (),
         similarity: np.ndarray | None = None,
     ) -> Retrieval:
         """The ``d`` enzymes of the substrates most similar to ``smiles``.
@@ -98,8 +99,11 @@ class SubstrateRetriever:
         d
             Number of enzymes to gather (``>= 1``).
         exclude
-            Stored substrate indices to skip (during training: the target's own entry, so the
-            generator never sees the enzymes it must reconstruct).
+            Stored substrate indices to skip.
+        exclude_enzymes
+            Enzyme indices to drop from every stored substrate's set. During training pass the
+            target's own enzymes: skipping only the target's entry (``exclude``) still returns
+            them through any similar substrate that the same enzyme acts on.
         similarity
             Precomputed :meth:`similarity` of the target (saves the fingerprinting).
         """
@@ -116,18 +120,24 @@ class SubstrateRetriever:
                     f"exclude must hold substrate indices in [0, {len(sim)}), got {ex}"
                 )
             skip[ex] = True
+        drop = np.unique(np.asarray(list(exclude_enzymes), dtype=np.int64))
         order = np.argsort(-np.where(skip, -np.inf, sim), kind="stable")
         order = order[~skip[order]]
         enz: list[int] = []
         src: list[int] = []
         for s in order:
-            take = self.enzymes_of_[s][: d - len(enz)]
+            own = self.enzymes_of_[s]
+            if drop.size:
+                own = own[~np.isin(own, drop)]
+            take = own[: d - len(enz)]
             enz.extend(int(e) for e in take)
             src.extend([int(s)] * len(take))
             if len(enz) >= d:
                 break
         if not enz:
-            raise ValueError("the retrieval set is empty: every stored substrate was excluded")
+            raise ValueError(
+                "the retrieval set is empty: every stored substrate or enzyme was excluded"
+            )
         src_arr = np.asarray(src, dtype=np.int64)
         return Retrieval(np.asarray(enz, dtype=np.int64), src_arr, sim[src_arr])
 

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from icml25.core import validate as V
+from icml25.enzyme_rag.alignment import Aligner, check_alignment, default_aligner
 from icml25.enzyme_rag.chem import molecule_features
 from icml25.enzyme_rag.model import (
     AxialMSADiffusion,
@@ -23,11 +24,14 @@ from icml25.enzyme_rag.model import (
     sample_oadm,
 )
 from icml25.enzyme_rag.retrieval import SubstrateRetriever
-from icml25.enzyme_rag.sequences import N_TOKENS, decode, encode
+from icml25.enzyme_rag.sequences import GAP, GAP_ID, N_TOKENS, decode, encode
 
 __all__ = [
     "EnzymeRAG",
     "TrainHistory",
+    "msa_batch",
+    "pad_tokens",
+    "query_msas",
     "retrieval_table",
     "train_classifier",
     "train_generator",
@@ -55,6 +59,61 @@ def _check_pairs(pairs: np.ndarray, n_sub: int, n_enz: int) -> np.ndarray:
     if p[:, 1].min() < 0 or p[:, 1].max() >= n_enz:
         raise ValueError(f"pairs[:, 1] must be enzyme indices in [0, {n_enz})")
     return p
+
+
+def pad_tokens(sequences: Sequence[str]) -> np.ndarray:
+    """Token ids ``(n, L_max)`` of sequences of any lengths, padded at the end with gaps (the
+    input of a ``length=None`` classifier, which ignores gaps)."""
+    seqs = list(sequences)
+    if not seqs:
+        raise ValueError("sequences must hold at least one sequence, got none")
+    width = max(len(x) if isinstance(x, str) else 0 for x in seqs)
+    return encode([x.ljust(width, GAP) if isinstance(x, str) else x for x in seqs])
+
+
+def query_msas(
+    sequences: Sequence[str],
+    pairs: np.ndarray,
+    contexts: np.ndarray,
+    aligner: Aligner,
+) -> list[np.ndarray]:
+    """One alignment per training pair ``(s, e)``: ``aligner([seq e, *seqs of contexts[s]])`` as
+    token rows ``(1 + d, W)`` (the target on top, as the paper's masked query row sits on top of
+    the retrieved MSA). Every output is checked to be its input with gaps inserted."""
+    seqs = list(sequences)
+    out = []
+    cache: dict[tuple[int, ...], np.ndarray] = {}
+    for s_idx, e_idx in np.asarray(pairs, dtype=np.int64):
+        key = (int(e_idx), *(int(c) for c in contexts[s_idx]))
+        if key not in cache:
+            rows_in = [seqs[i] for i in key]
+            rows = aligner(rows_in)
+            check_alignment(rows_in, rows)
+            cache[key] = encode(rows, name="aligned rows")
+        out.append(cache[key])
+    return out
+
+
+def msa_batch(msas: Sequence[np.ndarray], d: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Targets ``(B, W)`` and contexts ``(B, d, W)`` (``None`` for ``d = 0``) from per-pair
+    alignments: rows ``0..d`` of each, columns that are gaps in all of them dropped, then padded
+    at the end with gaps to the batch's widest."""
+    if not msas:
+        raise ValueError("msas must hold at least one alignment, got none")
+    parts = []
+    for i, a in enumerate(msas):
+        if np.ndim(a) != 2 or len(a) < 1 + d:
+            raise ValueError(
+                f"msas[{i}] must be (>= 1 + d = {1 + d}, W) tokens, got shape {np.shape(a)}"
+            )
+        sub = np.asarray(a)[: 1 + d]
+        parts.append(sub[:, (sub != GAP_ID).any(axis=0)])
+    width = max(x.shape[1] for x in parts)
+    grid = np.full((len(parts), 1 + d, width), GAP_ID, dtype=np.int64)
+    for i, x in enumerate(parts):
+        grid[i, :, : x.shape[1]] = x
+    t = torch.as_tensor(grid)
+    return t[:, 0], (t[:, 1:] if d else None)
 
 
 def train_classifier(
@@ -129,8 +188,10 @@ def retrieval_table(
     exclude_self: bool = True,
     similarity: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``(S, d)`` enzyme indices retrieved for each stored substrate, skipping the substrate's own
-    entry when ``exclude_self`` (the generator must never see the enzymes it reconstructs).
+    """``(S, d)`` enzyme indices retrieved for each stored substrate. With ``exclude_self``
+    (training) every enzyme that acts on the substrate is excluded, wherever it is stored: the
+    generator must never see the enzymes it reconstructs, and an enzyme that also acts on a
+    similar substrate would otherwise come back through that substrate's entry (issue 52).
     ``similarity`` is the stored substrates' ``(S, S)`` Tanimoto matrix, if already computed."""
     d = V.integer("d", d, low=1)
     retriever._check_fitted()
@@ -139,7 +200,11 @@ def retrieval_table(
     out = np.empty((n, d), dtype=np.int64)
     for s in range(n):
         got = retriever.retrieve(
-            retriever.smiles_[s], d=d, exclude=[s] if exclude_self else [], similarity=sim[s]
+            retriever.smiles_[s],
+            d=d,
+            exclude=[s] if exclude_self else [],
+            exclude_enzymes=retriever.enzymes_of_[s].tolist() if exclude_self else [],
+            similarity=sim[s],
         ).enzymes
         if len(got) < d:
             raise ValueError(
@@ -165,6 +230,7 @@ def train_generator(
     batch_size: int = 32,
     lr: float = 1e-3,
     weighting: str = "oadm",
+    msas: Sequence[np.ndarray] | None = None,
     seed: int = 0,
 ) -> TrainHistory:
     r"""Train the generator on training pairs with retrieved context rows.
@@ -179,6 +245,12 @@ def train_generator(
     Each batch uses one depth ``d`` drawn from ``depths`` (0 = no retrieved rows) and the first
     ``d`` rows of ``contexts[substrate]``; with probability ``null_mol_prob`` a
     batch's molecules are replaced by the null token (and get no guidance).
+
+    ``msas`` (per-query alignments, see :func:`query_msas`): one token array ``(1 + d_max, W)``
+    per row of ``pairs``, row 0 the aligned target and the others its aligned context. Then a
+    batch at depth ``d`` takes rows ``0..d`` of each pair's alignment, drops the columns that
+    are gaps in all of them, and pads the batch's rows to one width with gaps; ``sequences``
+    and ``contexts`` only validate the pairs.
     """
     steps = V.integer("steps", steps, low=1)
     batch_size = V.integer("batch_size", batch_size, low=1)
@@ -197,6 +269,15 @@ def train_generator(
         raise ValueError("depths must hold at least one depth, got none")
     if ctx.ndim != 2 or len(ctx) != len(mols):
         raise ValueError(f"contexts must be (S={len(mols)}, d_max) enzyme indices, got {ctx.shape}")
+    if msas is not None:
+        if len(msas) != len(p):
+            raise ValueError(f"msas must hold one alignment per pair ({len(p)}), got {len(msas)}")
+        for i, a in enumerate(msas):
+            if np.ndim(a) != 2 or len(a) < 1 + max(depths):
+                raise ValueError(
+                    f"msas[{i}] must be (1 + d_max >= {1 + max(depths)}, W) tokens, "
+                    f"got shape {np.shape(a)}"
+                )
     use_guidance = classifier is not None and guidance_weight > 0
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -205,10 +286,14 @@ def train_generator(
     hist = TrainHistory()
     model.train()
     for _ in range(steps):
-        batch = p[rng.integers(len(p), size=batch_size)]
+        pick = rng.integers(len(p), size=batch_size)
+        batch = p[pick]
         d = int(depths[rng.integers(len(depths))])
-        target = seqs[batch[:, 1]]
-        context = seqs[torch.as_tensor(ctx[batch[:, 0], :d])] if d else None
+        if msas is None:
+            target = seqs[batch[:, 1]]
+            context = seqs[torch.as_tensor(ctx[batch[:, 0], :d])] if d else None
+        else:
+            target, context = msa_batch([msas[i] for i in pick], d)
         m = mols[batch[:, 0]]
         has_mol = bool(rng.random() >= null_mol_prob)  # whole batch conditioned or not
         out = oadm_loss(
@@ -225,6 +310,11 @@ def train_generator(
             assert classifier is not None
             soft = F.gumbel_softmax(out.logits, tau=tau, hard=False)
             x_star = torch.where(out.mask[..., None], soft, F.one_hot(target, N_TOKENS).float())
+            if getattr(classifier, "length", None) not in (None, target.shape[1]):
+                raise ValueError(
+                    f"a classifier of fixed length {classifier.length} cannot guide rows of "
+                    f"width {target.shape[1]}: use EnzymeSubstrateClassifier(length=None)"
+                )
             g_term = (1 - torch.sigmoid(classifier(x_star, m))).mean()
             loss = loss + guidance_weight * g_term
         opt.zero_grad()
@@ -242,7 +332,9 @@ class EnzymeRAG:
 
     ``fit`` indexes the training substrates, trains (or takes) the frozen classifier ``D`` and
     trains the conditioned OADM generator with guidance; ``generate`` retrieves ``d`` enzymes
-    for a new SMILES and samples sequences conditioned on them and the molecule.
+    for a new SMILES, aligns them (one MSA per query, as the paper does with ClustalW) and
+    samples query rows conditioned on them and the molecule; predicted gaps are deleted, so
+    the outputs have variable lengths (at most the alignment's width).
 
     Parameters
     ----------
@@ -250,6 +342,12 @@ class EnzymeRAG:
         Retrieved enzymes per target at generation (the training depths are ``depths``).
     depths
         Depths drawn per training batch (defaults to ``(d,)``).
+    aligner
+        ``"auto"`` (default: Clustal Omega, else MAFFT, else the pure-Python center-star
+        aligner; see :func:`~icml25.enzyme_rag.alignment.default_aligner`), any callable
+        ``aligner(sequences) -> rows``, or ``"none"``: the sequences given to :meth:`fit` are
+        already rows of one global alignment, used as they are (fixed width; the classifier
+        then reads aligned positions).
     guidance_weight, tau
         Weight of ``1 - D(x*, m)`` and the Gumbel-softmax temperature (0 disables guidance).
     dim, heads, layers
@@ -263,7 +361,7 @@ class EnzymeRAG:
 
     Examples
     --------
-    >>> rag = EnzymeRAG(d=3, generator_steps=200).fit(smiles, aligned_seqs, pairs)  # doctest: +SKIP
+    >>> rag = EnzymeRAG(d=3, generator_steps=200).fit(smiles, enzyme_seqs, pairs)  # doctest: +SKIP
     >>> rag.generate("CC(=O)O", n=10)  # doctest: +SKIP
     """
 
@@ -272,6 +370,7 @@ class EnzymeRAG:
         *,
         d: int = 3,
         depths: Sequence[int] | None = None,
+        aligner: Aligner | str = "auto",
         guidance_weight: float = 1.0,
         tau: float = 1.0,
         dim: int = 64,
@@ -288,6 +387,7 @@ class EnzymeRAG:
     ) -> None:
         self.d = d
         self.depths = depths
+        self.aligner = aligner
         self.guidance_weight = guidance_weight
         self.tau = tau
         self.dim = dim
@@ -302,21 +402,44 @@ class EnzymeRAG:
         self.classifier = classifier
         self.seed = seed
 
+    def _resolve_aligner(self) -> Aligner | None:
+        a = self.aligner
+        if callable(a):
+            return a
+        V.choice("aligner", a, ("auto", "none"))
+        return None if a == "none" else default_aligner()
+
     def fit(
         self,
         smiles: Sequence[str],
         sequences: Sequence[str] | np.ndarray,
         pairs: np.ndarray | Sequence[tuple[int, int]],
     ) -> EnzymeRAG:
-        """Train on substrates ``smiles``, aligned enzyme rows ``sequences`` (strings of one
-        length, or token ids) and ``pairs`` of (substrate index, enzyme index)."""
+        """Train on substrates ``smiles``, enzyme ``sequences`` and ``pairs`` of (substrate
+        index, enzyme index). Sequences are unaligned strings of any lengths (each training
+        pair's target and retrieved enzymes are aligned by the aligner), or, with
+        ``aligner="none"``, aligned rows of one length (strings or token ids)."""
         d = V.integer("d", self.d, low=1)
         depths = list(self.depths) if self.depths is not None else [d]
-        tokens = (
-            np.asarray(sequences, dtype=np.int64)
-            if isinstance(sequences, np.ndarray)
-            else encode(sequences, name="sequences")
-        )
+        aligner = self._resolve_aligner()
+        self.aligner_ = aligner
+        if aligner is None:
+            tokens = (
+                np.asarray(sequences, dtype=np.int64)
+                if isinstance(sequences, np.ndarray)
+                else encode(sequences, name="sequences")
+            )
+            raw: list[str] = []
+        else:
+            if isinstance(sequences, np.ndarray) or isinstance(sequences, str):
+                raise TypeError(
+                    "sequences must be a list of unaligned strings when an aligner is used "
+                    "(pass aligner='none' for rows that are already aligned)"
+                )
+            raw = [str(x).upper().replace(GAP, "") for x in sequences]
+            for i, x in enumerate(raw):
+                encode([x], name=f"sequences[{i}]", gaps=False)
+            tokens = pad_tokens(raw)
         smiles = list(smiles)
         p = _check_pairs(np.asarray(pairs), len(smiles), len(tokens))
         enz_of = [p[p[:, 0] == s, 1] for s in range(len(smiles))]
@@ -329,12 +452,23 @@ class EnzymeRAG:
         self.retriever_ = SubstrateRetriever().fit(smiles, enz_of)
         self.mol_features_ = molecule_features(smiles, n_bits=self.mol_bits)
         self.sequences_ = tokens
-        self.length_ = tokens.shape[1]
+        self.raw_sequences_ = raw
         d_max = max([d, *depths])
         self.contexts_ = retrieval_table(self.retriever_, d=max(d_max, 1))
+        msas = None
+        if aligner is None:
+            self.length_ = tokens.shape[1]
+            max_length = self.length_
+        else:
+            msas = query_msas(raw, p, self.contexts_[:, :d_max], aligner)
+            widest = max(a.shape[1] for a in msas)
+            self.length_ = int(np.median([len(x) for x in raw]))  # for d = 0 (no alignment)
+            max_length = 2 * widest  # room for wider alignments at generation
         torch.manual_seed(self.seed)
         if self.classifier is None:
-            clf = EnzymeSubstrateClassifier(length=self.length_, mol_dim=self.mol_bits)
+            clf = EnzymeSubstrateClassifier(
+                length=self.length_ if aligner is None else None, mol_dim=self.mol_bits
+            )
             train_classifier(
                 clf,
                 sequences=tokens,
@@ -351,7 +485,7 @@ class EnzymeRAG:
             dim=self.dim,
             heads=self.heads,
             layers=self.layers,
-            max_length=self.length_,
+            max_length=max_length,
         )
         self.history_ = train_generator(
             self.model_,
@@ -367,15 +501,22 @@ class EnzymeRAG:
             steps=self.generator_steps,
             batch_size=self.batch_size,
             lr=self.lr,
+            msas=msas,
             seed=self.seed,
         )
         return self
 
     def retrieve(self, smiles: str, *, d: int | None = None) -> np.ndarray:
-        """Token rows ``(d, L)`` of the enzymes retrieved for ``smiles``."""
+        """Token rows ``(d, W)`` of the enzymes retrieved for ``smiles``, aligned to each other
+        (per query) by the aligner, or rows of the global alignment with ``aligner="none"``."""
         self._check_fitted()
         got = self.retriever_.retrieve(smiles, d=self.d if d is None else d).enzymes
-        return self.sequences_[got]
+        if self.aligner_ is None:
+            return self.sequences_[got]
+        rows_in = [self.raw_sequences_[i] for i in got]
+        rows = self.aligner_(rows_in)
+        check_alignment(rows_in, rows)
+        return encode(rows, name="aligned rows")
 
     def generate_tokens(
         self,
@@ -384,11 +525,14 @@ class EnzymeRAG:
         n: int = 10,
         d: int | None = None,
         context: np.ndarray | None = None,
+        length: int | None = None,
         seed: int = 0,
         temperature: float = 1.0,
     ) -> np.ndarray:
-        """Sample ``n`` aligned rows ``(n, L)`` for ``smiles`` (``None``: no molecule), with
-        ``d`` retrieved rows (0: none) or an explicit ``context`` ``(R, L)``."""
+        """Sample ``n`` query rows ``(n, W)`` for ``smiles`` (``None``: no molecule), with
+        ``d`` retrieved rows (0: none) or an explicit aligned ``context`` ``(R, W)``. The width
+        ``W`` is the context's; without context rows it is ``length`` (default: the global
+        alignment's width, or the median training sequence length)."""
         self._check_fitted()
         n = V.integer("n", n, low=1)
         if context is None:
@@ -397,10 +541,19 @@ class EnzymeRAG:
                 raise ValueError("smiles must be given to retrieve context rows (d > 0)")
             context = self.retrieve(smiles, d=dd) if dd > 0 and smiles is not None else None
         ctx = None
+        width = self.length_ if length is None else V.integer("length", length, low=1)
         if context is not None:
             c = np.asarray(context, dtype=np.int64)
-            if c.ndim != 2 or c.shape[1] != self.length_:
-                raise ValueError(f"context must be (R, L={self.length_}) token ids, got {c.shape}")
+            fixed = self.aligner_ is None
+            if c.ndim != 2 or (fixed and c.shape[1] != self.length_):
+                want = f"L={self.length_}" if fixed else "W"
+                raise ValueError(f"context must be (R, {want}) token ids, got {c.shape}")
+            if c.shape[1] > self.model_.max_length:
+                raise ValueError(
+                    f"the aligned context is {c.shape[1]} columns wide, more than the "
+                    f"generator's max_length={self.model_.max_length}"
+                )
+            width = c.shape[1]
             ctx = torch.as_tensor(c)[None].expand(n, -1, -1)
         mol = None
         if smiles is not None:
@@ -408,7 +561,7 @@ class EnzymeRAG:
         gen = torch.Generator().manual_seed(seed)
         out = sample_oadm(
             self.model_,
-            length=self.length_,
+            length=width,
             n=n,
             context=ctx,
             mol=mol,
@@ -421,7 +574,8 @@ class EnzymeRAG:
     def generate(
         self, smiles: str, *, n: int = 10, d: int | None = None, seed: int = 0
     ) -> list[str]:
-        """``n`` generated enzyme sequences for ``smiles`` (gaps removed)."""
+        """``n`` generated enzyme sequences for ``smiles``, predicted gaps deleted (variable
+        lengths, as in the paper)."""
         return decode(self.generate_tokens(smiles, n=n, d=d, seed=seed))
 
     def _check_fitted(self) -> None:
