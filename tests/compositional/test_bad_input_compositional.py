@@ -14,15 +14,18 @@ from icml25.compositional import (
     MultiHeadNet,
     check_design,
     colour_palette,
+    combination_means,
     concept_ranks,
     concept_value_means,
     cyclic_design,
     design_components,
     design_is_connected,
+    disjoint_channel_pairs,
     embed,
     factorization_r2,
     full_grid,
     linear_factorization,
+    lit_channels,
     make_compositional_images,
     orthogonality,
     seen_mask,
@@ -30,7 +33,7 @@ from icml25.compositional import (
     whitened_r2,
 )
 
-# not entry points: CompositionalImages, Factorization, ProbeResult
+# not entry points: CompositionalImages, Factorization, ProbeResult, ChannelWarning
 
 LAB = np.repeat(full_grid([3, 3]), 2, axis=0)
 X = np.random.default_rng(0).normal(size=(len(LAB), 4))
@@ -43,6 +46,19 @@ GREY = np.random.default_rng(1).random((8, 4, 4)).astype(np.float32)
 CLASSES = np.repeat(np.arange(2), 4)
 
 ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
+    ("lit_not_rgb", lambda: lit_channels(np.ones((3, 2))), ValueError, "(n_colours, 3) RGB"),
+    (
+        "disjoint_not_rgb",
+        lambda: disjoint_channel_pairs([[0, 0]], np.ones((3, 2))),
+        ValueError,
+        "(n_colours, 3) RGB",
+    ),
+    (
+        "combination_means_rows",
+        lambda: combination_means(np.ones((4, 2)), np.zeros((3, 2), int)),
+        ValueError,
+        "one row per row of X",
+    ),
     ("cyclic_n", lambda: cyclic_design(1, 1), ValueError, "n_values must be an integer >= 2"),
     ("cyclic_k0", lambda: cyclic_design(4, 0), ValueError, "k must be an integer >= 1"),
     ("cyclic_k_big", lambda: cyclic_design(4, 5), ValueError, "k must be an integer >= 1 and <= 4"),

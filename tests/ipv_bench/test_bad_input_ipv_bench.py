@@ -19,6 +19,7 @@ from icml25.ipv_bench import (
     arrange_options,
     build_benchmark,
     category_judge,
+    clip_frames,
     evaluate,
     generate_clip,
     generate_clips,
@@ -27,6 +28,7 @@ from icml25.ipv_bench import (
     judgement_scores,
     load_ipv_bench,
     load_prompt_suite,
+    looks_cut,
     mcqa_prompt,
     mcqa_scores,
     openqa_scores,
@@ -38,6 +40,7 @@ from icml25.ipv_bench import (
     predict_proba,
     random_replies,
     read_video,
+    replies_from_model,
     replies_from_probs,
     taxonomy_labels,
     train_video_model,
@@ -215,3 +218,15 @@ def test_replies_prior_must_be_open_probability() -> None:
     bench = build_benchmark(generate_clips(4, seed=0))
     with pytest.raises(ValueError, match="plausible_prior must be a finite number"):
         replies_from_probs(bench, np.full((4, 11), 1 / 11), plausible_prior=1.0)
+
+
+def test_your_model_entry_point_and_the_cut_reply_check() -> None:
+    clips = generate_clips(4, seed=0)
+    bench = build_benchmark(clips)
+    with pytest.raises(TypeError, match="answer must be a function"):
+        replies_from_model(bench, clips, "yes")
+    with pytest.raises(ValueError, match="index must be below the 4 clips"):
+        clip_frames(clips, 4)
+    with pytest.raises(TypeError, match="clips must be a ClipSet"):
+        clip_frames(np.zeros(3), 0)
+    assert looks_cut(3) is False and looks_cut('{"a": 1') is True  # a predicate: never raises

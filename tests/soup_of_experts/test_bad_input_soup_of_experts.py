@@ -1,6 +1,7 @@
 """Bad input at every public entry point of soup_of_experts: a clear error naming the argument.
 
-# not entry points: TrainLog
+# BatchSampler and MetaDistribution are protocols a user's class follows:
+# not entry points: TrainLog, BatchSampler, MetaDistribution
 """
 
 from __future__ import annotations
