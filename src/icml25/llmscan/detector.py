@@ -5,11 +5,11 @@
 take precomputed feature matrices (scan once, compare detectors).
 
 The official detector (``combine="average"``, the default): two ``MLPRegressor(100)``
-(scikit-learn defaults otherwise), one on the 5 token statistics and one on the layer
-effects, each fit on the 0/1 labels **unscaled**, and the two predictions averaged. With
-``features="token"`` or ``"layer"`` one such regressor on that part alone. The ablation
-``combine="concat"``: one standardised classifier (``classifier="mlp"``: ``MLPClassifier(100)``,
-or ``"logreg"``) on the concatenated features.
+(``max_iter=500`` as in the official code, scikit-learn defaults otherwise), one on the 5
+token statistics and one on the layer effects, each fit on the 0/1 labels **unscaled**, and
+the two predictions averaged. With ``features="token"`` or ``"layer"`` one such regressor on
+that part alone. The ablation ``combine="concat"``: one standardised classifier
+(``classifier="mlp"``: ``MLPClassifier(100)``, or ``"logreg"``) on the concatenated features.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from icml25.core import validate as V
 from icml25.llmscan.scan import STAT_NAMES, LLMScan
 
 FEATURE_KINDS = ("both", "token", "layer")
+# the official detectors' iteration cap (``MLPRegressor(..., max_iter=500)`` in
+# ``causality_analysis_combine.py``; scikit-learn's default is 200)
+MAX_ITER = 500
 COMBINE_KINDS = ("average", "concat")
 
 
@@ -73,10 +76,12 @@ class LLMScanDetector:
 
     def _make(self) -> Any:
         if self.combine == "average":
-            return MLPRegressor(hidden_layer_sizes=(100,), random_state=self.random_state)
+            return MLPRegressor(
+                hidden_layer_sizes=(100,), max_iter=MAX_ITER, random_state=self.random_state
+            )
         if self.classifier == "mlp":
             clf: Any = MLPClassifier(
-                hidden_layer_sizes=(100,), max_iter=500, random_state=self.random_state
+                hidden_layer_sizes=(100,), max_iter=MAX_ITER, random_state=self.random_state
             )
         else:
             clf = LogisticRegression(max_iter=2000)
