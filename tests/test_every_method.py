@@ -96,7 +96,6 @@ NOT_YET_AUDITED = {
     "fedgvi",
     "ipv_bench",
     "it3",
-    "llmscan",
     "maple",
     "mirror_flow",
     "orcaloca",
