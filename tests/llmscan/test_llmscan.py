@@ -469,3 +469,33 @@ def test_model_folder_key_is_unchanged_for_fp32(monkeypatch):
     assert R.model_folder(more, 5, 3, 2).name == "llmscan-incontext-fe4f6d0d664e"
     assert R.model_folder(more, 5, 3, 2, bf16=False) == R.model_folder(more, 5, 3, 2)
     assert R.model_folder(pairs, 120, 0, 12, bf16=True) != R.model_folder(pairs, 120, 0, 12)
+
+
+def test_bad_inputs_of_the_kinds_issue_54_lists_get_clear_errors():
+    """Numbers as strings, a feature count other than the fitted one, a non-integer seed, a
+    string where a list or tensor is expected: each names the argument."""
+    from icml25.llmscan import LLMScanDetector, skip_blocks, summary_stats
+
+    rng = np.random.default_rng(0)
+    F, y = rng.normal(size=(20, 10)), np.arange(20) % 2
+    det = LLMScanDetector().fit_features(F, y)
+    assert det.n_features_in_ == 10
+    for bad in (np.zeros((2, 9)), np.zeros((2, 12))):
+        with pytest.raises(ValueError, match="features must have 10 columns"):
+            det.score_features(bad)
+    with pytest.raises(ValueError, match="features must have 10 columns"):
+        det.predict_proba_features(np.zeros((1, 11)))
+    with pytest.raises(ValueError, match="features must be numbers"):
+        LLMScanDetector().fit_features(F.astype(str), y)
+    with pytest.raises(ValueError, match="random_state"):
+        LLMScanDetector(random_state="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="random_state"):
+        LLMScanDetector(random_state=-1)
+    with pytest.raises(ValueError, match="effects must be numbers"):
+        summary_stats("123")
+    with pytest.raises(ValueError, match="effects must be numbers"):
+        summary_stats(["1", "2"])
+    with pytest.raises(ValueError, match="skip must be"):
+        skip_blocks([torch.nn.Linear(2, 2)], "0")  # type: ignore[arg-type]
+    # a list of ints is an integer sequence, accepted as the tensor it converts to
+    assert skip_blocks([torch.nn.Linear(2, 2)], [0, -1]).skip.tolist() == [0, -1]  # type: ignore[arg-type]

@@ -47,6 +47,13 @@ def select(features: np.ndarray, which: str) -> np.ndarray:
     return F
 
 
+def _features(features: Any) -> np.ndarray:
+    """``features`` as a finite 2-D float array; numbers given as strings are refused."""
+    if np.asarray(features).dtype.kind in "US":
+        raise ValueError(f"features must be numbers, not strings, got {np.asarray(features)!r}")
+    return V.finite_array("features", features, ndim=2)
+
+
 class LLMScanDetector:
     """Detects misbehaviour from a prompt's causal scan, before any text is generated."""
 
@@ -66,8 +73,10 @@ class LLMScanDetector:
         if classifier not in ("mlp", "logreg"):
             raise ValueError(f"classifier must be 'mlp' or 'logreg', got {classifier!r}")
         self.scan, self.features, self.combine = scan, features, combine
-        self.classifier, self.random_state = classifier, random_state
+        self.classifier = classifier
+        self.random_state = V.integer("random_state", random_state, low=0, high=2**32 - 1)
         self.models_: list[tuple[str, Any]] = []
+        self.n_features_in_ = 0
 
     def _parts(self) -> list[str]:
         if self.combine == "concat":
@@ -88,7 +97,7 @@ class LLMScanDetector:
         return make_pipeline(StandardScaler(), clf)
 
     def fit_features(self, features: np.ndarray, y: Sequence[int] | np.ndarray) -> LLMScanDetector:
-        X = V.finite_array("features", features, ndim=2)
+        X = _features(features)
         select(X, "both")
         labels = np.asarray(y)
         if labels.shape != (X.shape[0],) or set(np.unique(labels)) - {0, 1}:
@@ -112,6 +121,7 @@ class LLMScanDetector:
                         ),
                     )
                 )
+        self.n_features_in_ = X.shape[1]
         return self
 
     def score_features(self, features: np.ndarray) -> np.ndarray:
@@ -119,7 +129,12 @@ class LLMScanDetector:
         classifier's probability of misbehaviour (``combine="concat"``)."""
         if not self.models_:
             raise RuntimeError("call fit or fit_features first")
-        X = V.finite_array("features", features, ndim=2)
+        X = _features(features)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"features must have {self.n_features_in_} columns (5 token statistics + "
+                f"{self.n_features_in_ - 5} layer effects, as fitted), got shape {X.shape}"
+            )
         if self.combine == "concat":
             return self.models_[0][1].predict_proba(select(X, "both"))[:, 1]
         return np.mean([m.predict(select(X, part)) for part, m in self.models_], axis=0)
