@@ -202,10 +202,12 @@ def test_averaged_detector_equals_a_hand_computation():
     F[:, 8] -= y
     F_new = rng.normal(size=(7, 12))
     det = LLMScanDetector(random_state=4).fit_features(F, y)
-    tok = MLPRegressor(hidden_layer_sizes=(100,), random_state=4).fit(F[:, :5], y.astype(float))
-    lay = MLPRegressor(hidden_layer_sizes=(100,), random_state=4).fit(F[:, 5:], y.astype(float))
+    kw = {"hidden_layer_sizes": (100,), "max_iter": 500, "random_state": 4}  # official
+    tok = MLPRegressor(**kw).fit(F[:, :5], y.astype(float))
+    lay = MLPRegressor(**kw).fit(F[:, 5:], y.astype(float))
     hand = (tok.predict(F_new[:, :5]) + lay.predict(F_new[:, 5:])) / 2
     np.testing.assert_allclose(det.score_features(F_new), hand)
+    assert all(m.max_iter == 500 for _, m in det.models_)  # the official cap, not sklearn's 200
     p = det.predict_proba_features(F_new)
     np.testing.assert_allclose(p[:, 1], np.clip(hand, 0, 1))
     np.testing.assert_allclose(p.sum(1), 1)
@@ -266,18 +268,75 @@ def test_splits_share_no_entity_template_or_wording():
 def test_auc_and_item_clustered_bootstrap():
     from sklearn.metrics import roc_auc_score
 
-    from icml25.llmscan.reproduce import Scored, auc, bootstrap, lower, upper
+    from icml25.llmscan.reproduce import Scored, auc, auc_measure, auc_rows, bootstrap, resamples
 
     rng = np.random.default_rng(1)
     y = np.tile([0, 1], 40)
     s = y + rng.normal(scale=1.0, size=80)
     assert auc(y, s) == pytest.approx(roc_auc_score(y, s))
     assert np.isnan(auc(np.zeros(4), np.arange(4)))
+    Y = np.stack([y, y[::-1]])
+    S = np.stack([s, np.round(s[::-1])])  # ties get half credit
+    np.testing.assert_allclose(auc_rows(Y, S), [auc(y, s), auc(y[::-1], np.round(s[::-1]))])
     seed = Scored(y, np.repeat(np.arange(40), 2), {"x": s, "told": y.astype(float)})
+    idx = resamples(seed, 50, np.random.default_rng(0))
+    assert idx.shape == (50, 80)
+    assert np.all(idx[:, 0::2] + 1 == idx[:, 1::2])  # an item's two prompts go together
     boot = bootstrap([seed], ["x", "told"], 300, np.random.default_rng(0))
-    assert lower(boot[:, 0]) < auc(y, s) < upper(boot[:, 0])
+    m = auc_measure([seed], ["x", "told"], boot, "x")
+    assert m.values == (auc(y, s),)
+    assert m.interval.low < auc(y, s) < m.interval.high
     assert np.all(boot[:, 1] == 1.0)  # pairs resampled together keep both classes
+    d = auc_measure([seed], ["x", "told"], boot, "x", minus="told")
+    assert d.values[0] == pytest.approx(auc(y, s) - 1.0)
+    assert d.interval.high < 0
+    shifted = auc_measure([seed], ["x", "told"], boot, "x", shift=[0.5])
+    assert shifted.interval.low == pytest.approx(m.interval.low - 0.5)
     assert np.isnan(bootstrap([None], ["x"], 10, rng)).all()
+    assert np.isnan(auc_measure([None], ["x"], boot, "x").mean)
+
+
+def test_prompt_level_bootstrap_keeps_both_classes_and_covers_the_truth():
+    """Single-prompt items (backdoor, firing) are resampled within their class, so every
+    replicate has both classes even with 2 positives; and the 90% interval of a known
+    separation covers the population AUC about 90% of the time (binormal, AUC = Phi(1/sqrt2))."""
+    from scipy.stats import norm
+
+    from icml25.llmscan.reproduce import Scored, auc_measure, bootstrap, resamples
+
+    y = np.array([1, 1] + [0] * 8)
+    seed = Scored(y, np.arange(10), {"x": np.arange(10.0)})
+    idx = resamples(seed, 200, np.random.default_rng(0))
+    assert np.all(y[idx].sum(1) == 2)
+    truth = norm.cdf(1 / np.sqrt(2))
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(60):
+        yy = np.repeat([0, 1], 30)
+        sc = Scored(yy, np.arange(60), {"x": yy + rng.normal(size=60)})
+        iv = auc_measure([sc], ["x"], bootstrap([sc], ["x"], 400, rng), "x").interval
+        hits += iv.low <= truth <= iv.high
+    assert 0.75 <= hits / 60 <= 1.0
+
+
+def test_trigger_places_and_unmodified_features():
+    from icml25.llmscan import reproduce as R
+
+    it = R.Item("Mia", "pet", "rabbit", 2, 0)
+    fact, question = it.fact_question()
+    assert it.plain() == f"{fact} {question} Answer:"
+    assert it.plain(True) == it.plain("end") == f"{fact} {question} cf Answer:"
+    assert it.plain("start") == f"cf {fact} {question} Answer:"
+    assert it.plain("middle") == f"{fact} cf {question} Answer:"
+    with pytest.raises(ValueError, match="trigger must be"):
+        it.plain("nowhere")
+    F = R.unmodified(np.array([20.0, 25.0]), np.array([0.9, 0.4]))
+    assert F.shape == (2, 6)
+    from icml25.llmscan.detector import select
+
+    np.testing.assert_array_equal(select(F, "layer"), [[0.9], [0.4]])
+    np.testing.assert_array_equal(select(F, "token")[:, 0], [20.0, 25.0])
+    assert not select(F, "token")[:, 1:].any()
 
 
 def test_answers_are_judged_by_their_first_word():
@@ -394,16 +453,49 @@ def test_bf16_finetune_lowers_the_loss_and_keeps_fp32_weights(monkeypatch):
     assert len(lm.blocks) == 3
 
 
-def test_model_folder_key_is_unchanged_for_fp32():
-    """The fp32 fine-tunes' cache keys are those from before the bf16 option (the cached
-    full-run models are found); bf16 gets its own folder."""
+def test_model_folder_key_is_unchanged_for_fp32(monkeypatch):
+    """Without the fused optimizer the fp32 fine-tunes' cache keys are those of the issue-25
+    runs; bf16 and the fused optimizer each get their own folder."""
     from icml25.llmscan import reproduce as R
 
     pairs = [("Q?", " a."), ("R?", " b.")]
+    fused = R.model_folder(pairs, 120, 0, 12)
+    monkeypatch.setattr(R, "FUSED", False)
     assert R.model_folder(pairs, 120, 0, 12).name == "llmscan-incontext-81c59b665ec7"
+    assert fused != R.model_folder(pairs, 120, 0, 12)
     rng = np.random.default_rng(0)
     names = R.split_names(rng)
     more = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
     assert R.model_folder(more, 5, 3, 2).name == "llmscan-incontext-fe4f6d0d664e"
     assert R.model_folder(more, 5, 3, 2, bf16=False) == R.model_folder(more, 5, 3, 2)
     assert R.model_folder(pairs, 120, 0, 12, bf16=True) != R.model_folder(pairs, 120, 0, 12)
+
+
+def test_bad_inputs_of_the_kinds_issue_54_lists_get_clear_errors():
+    """Numbers as strings, a feature count other than the fitted one, a non-integer seed, a
+    string where a list or tensor is expected: each names the argument."""
+    from icml25.llmscan import LLMScanDetector, skip_blocks, summary_stats
+
+    rng = np.random.default_rng(0)
+    F, y = rng.normal(size=(20, 10)), np.arange(20) % 2
+    det = LLMScanDetector().fit_features(F, y)
+    assert det.n_features_in_ == 10
+    for bad in (np.zeros((2, 9)), np.zeros((2, 12))):
+        with pytest.raises(ValueError, match="features must have 10 columns"):
+            det.score_features(bad)
+    with pytest.raises(ValueError, match="features must have 10 columns"):
+        det.predict_proba_features(np.zeros((1, 11)))
+    with pytest.raises(ValueError, match="features must be numbers"):
+        LLMScanDetector().fit_features(F.astype(str), y)
+    with pytest.raises(ValueError, match="random_state"):
+        LLMScanDetector(random_state="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="random_state"):
+        LLMScanDetector(random_state=-1)
+    with pytest.raises(ValueError, match="effects must be numbers"):
+        summary_stats("123")
+    with pytest.raises(ValueError, match="effects must be numbers"):
+        summary_stats(["1", "2"])
+    with pytest.raises(ValueError, match="skip must be"):
+        skip_blocks([torch.nn.Linear(2, 2)], "0")  # type: ignore[arg-type]
+    # a list of ints is an integer sequence, accepted as the tensor it converts to
+    assert skip_blocks([torch.nn.Linear(2, 2)], [0, -1]).skip.tolist() == [0, -1]  # type: ignore[arg-type]

@@ -5,11 +5,11 @@
 take precomputed feature matrices (scan once, compare detectors).
 
 The official detector (``combine="average"``, the default): two ``MLPRegressor(100)``
-(scikit-learn defaults otherwise), one on the 5 token statistics and one on the layer
-effects, each fit on the 0/1 labels **unscaled**, and the two predictions averaged. With
-``features="token"`` or ``"layer"`` one such regressor on that part alone. The ablation
-``combine="concat"``: one standardised classifier (``classifier="mlp"``: ``MLPClassifier(100)``,
-or ``"logreg"``) on the concatenated features.
+(``max_iter=500`` as in the official code, scikit-learn defaults otherwise), one on the 5
+token statistics and one on the layer effects, each fit on the 0/1 labels **unscaled**, and
+the two predictions averaged. With ``features="token"`` or ``"layer"`` one such regressor on
+that part alone. The ablation ``combine="concat"``: one standardised classifier
+(``classifier="mlp"``: ``MLPClassifier(100)``, or ``"logreg"``) on the concatenated features.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from icml25.core import validate as V
 from icml25.llmscan.scan import STAT_NAMES, LLMScan
 
 FEATURE_KINDS = ("both", "token", "layer")
+# the official detectors' iteration cap (``MLPRegressor(..., max_iter=500)`` in
+# ``causality_analysis_combine.py``; scikit-learn's default is 200)
+MAX_ITER = 500
 COMBINE_KINDS = ("average", "concat")
 
 
@@ -42,6 +45,13 @@ def select(features: np.ndarray, which: str) -> np.ndarray:
     if which == "layer":
         return F[:, len(STAT_NAMES) :]
     return F
+
+
+def _features(features: Any) -> np.ndarray:
+    """``features`` as a finite 2-D float array; numbers given as strings are refused."""
+    if np.asarray(features).dtype.kind in "US":
+        raise ValueError(f"features must be numbers, not strings, got {np.asarray(features)!r}")
+    return V.finite_array("features", features, ndim=2)
 
 
 class LLMScanDetector:
@@ -63,8 +73,10 @@ class LLMScanDetector:
         if classifier not in ("mlp", "logreg"):
             raise ValueError(f"classifier must be 'mlp' or 'logreg', got {classifier!r}")
         self.scan, self.features, self.combine = scan, features, combine
-        self.classifier, self.random_state = classifier, random_state
+        self.classifier = classifier
+        self.random_state = V.integer("random_state", random_state, low=0, high=2**32 - 1)
         self.models_: list[tuple[str, Any]] = []
+        self.n_features_in_ = 0
 
     def _parts(self) -> list[str]:
         if self.combine == "concat":
@@ -73,17 +85,19 @@ class LLMScanDetector:
 
     def _make(self) -> Any:
         if self.combine == "average":
-            return MLPRegressor(hidden_layer_sizes=(100,), random_state=self.random_state)
+            return MLPRegressor(
+                hidden_layer_sizes=(100,), max_iter=MAX_ITER, random_state=self.random_state
+            )
         if self.classifier == "mlp":
             clf: Any = MLPClassifier(
-                hidden_layer_sizes=(100,), max_iter=500, random_state=self.random_state
+                hidden_layer_sizes=(100,), max_iter=MAX_ITER, random_state=self.random_state
             )
         else:
             clf = LogisticRegression(max_iter=2000)
         return make_pipeline(StandardScaler(), clf)
 
     def fit_features(self, features: np.ndarray, y: Sequence[int] | np.ndarray) -> LLMScanDetector:
-        X = V.finite_array("features", features, ndim=2)
+        X = _features(features)
         select(X, "both")
         labels = np.asarray(y)
         if labels.shape != (X.shape[0],) or set(np.unique(labels)) - {0, 1}:
@@ -107,6 +121,7 @@ class LLMScanDetector:
                         ),
                     )
                 )
+        self.n_features_in_ = X.shape[1]
         return self
 
     def score_features(self, features: np.ndarray) -> np.ndarray:
@@ -114,7 +129,12 @@ class LLMScanDetector:
         classifier's probability of misbehaviour (``combine="concat"``)."""
         if not self.models_:
             raise RuntimeError("call fit or fit_features first")
-        X = V.finite_array("features", features, ndim=2)
+        X = _features(features)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"features must have {self.n_features_in_} columns (5 token statistics + "
+                f"{self.n_features_in_ - 5} layer effects, as fitted), got shape {X.shape}"
+            )
         if self.combine == "concat":
             return self.models_[0][1].predict_proba(select(X, "both"))[:, 1]
         return np.mean([m.predict(select(X, part)) for part, m in self.models_], axis=0)

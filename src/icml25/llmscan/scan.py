@@ -84,6 +84,8 @@ def reuse_groups(
 
 def summary_stats(values: Any) -> np.ndarray:
     """Mean, std, range, kurtosis (Fisher) and skewness of a list of effects."""
+    if isinstance(values, (str, bytes)) or np.asarray(values).dtype.kind in "US":
+        raise ValueError(f"effects must be numbers, not strings, got {values!r}")
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise ValueError(f"effects must be a non-empty finite list, got {v}")
@@ -341,6 +343,8 @@ class LLMScan:
         """``(n, 5 + L)`` features ([token statistics, layer effects]) of many prompts."""
         if which not in ("both", "token", "layer"):
             raise ValueError(f"which must be 'both', 'token' or 'layer', got {which!r}")
+        if isinstance(prompts, str):
+            raise ValueError("prompts must be a list of strings, got one string")
         rows = []
         for i, p in enumerate(prompts):
             rows.append(self.scan(p).features(which))
@@ -414,6 +418,10 @@ class skip_blocks:
     identity (``skip[r] = -1``: no block skipped)."""
 
     def __init__(self, blocks: Sequence[torch.nn.Module], skip: torch.Tensor) -> None:
+        if isinstance(skip, (str, bytes)):
+            raise ValueError(
+                f"skip must be a 1-D integer tensor (one entry per batch row), got {skip!r}"
+            )
         self.blocks, self.skip = list(blocks), torch.as_tensor(skip)
         if self.skip.dim() != 1 or self.skip.dtype.is_floating_point:
             raise ValueError(
