@@ -245,3 +245,19 @@ def test_adaptive_arm_reports_its_lambda() -> None:
     d = split_by_classes(X, y, Xt, yt, 2, np.random.default_rng(3), train=20, test=10)
     res, official = run_arms(LogReg(), d, [math.nan], rounds=4, epochs=1, batch=10, seed=0)
     assert 0 < res[0].lam < math.inf and math.isnan(official)
+
+
+def test_the_flower_runner_defaults_are_fedclups():
+    """Issue 56: run_in_process needs neither w0 nor smoothness, as fedclup does not; with
+    the defaults it runs fedclup's rounds (w0 zeros, L the largest client's)."""
+    pytest.importorskip("flwr")
+    from icml25.pfl_tradeoff.flower import run_in_process
+
+    problems = _clients(3)
+    ref = fedclup(problems, 0.3, rounds=4, local_steps=5)
+    w_g, w_loc = run_in_process(
+        lambda i, _n: problems[i], len(problems), 0.3, rounds=4, local_steps=5
+    )
+    np.testing.assert_allclose(w_g, ref.w_global, atol=1e-12)
+    for a, b in zip(w_loc, ref.w_locals, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-12)

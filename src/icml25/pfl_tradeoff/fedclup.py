@@ -168,6 +168,31 @@ def check_lambda(lam: float) -> float:
     return V.number("lam", lam, low=0.0)
 
 
+def check_problems(problems: Sequence[Problem], item: str = "problems[{i}]") -> int:
+    """Every client is a problem object, all share one dimension, none is empty; returns it.
+    ``item`` names client ``i`` in the errors."""
+    if not problems:
+        raise ValueError("problems must hold at least one client")
+    for i, pr in enumerate(problems):
+        if not all(hasattr(pr, a) for a in ("dim", "n", "smoothness")):
+            hint = (
+                ": wrap client data as LeastSquares(X, y) or SoftmaxRegression(X, y, num_classes)"
+                if isinstance(pr, tuple)
+                else ""
+            )
+            raise TypeError(
+                f"{item.format(i=i)} must be a client problem (LeastSquares, SoftmaxRegression, "
+                f"TorchProblem or your own with dim, n, smoothness, ...), got "
+                f"{type(pr).__name__}{hint}"
+            )
+    dims = {p.dim for p in problems}
+    if len(dims) != 1:
+        raise ValueError(f"all clients must share one model dimension, got {sorted(dims)}")
+    if any(p.n == 0 for p in problems):
+        raise ValueError("every client needs at least one sample")
+    return int(dims.pop())
+
+
 def local_update(
     problem: Problem,
     w_i: np.ndarray,
@@ -260,20 +285,7 @@ def fedclup(
     training: the server step is skipped and ``w_g`` is the plain average.
     """
     lam = check_lambda(lam)
-    if not problems:
-        raise ValueError("problems must hold at least one client")
-    for i, pr in enumerate(problems):
-        if not all(hasattr(pr, a) for a in ("dim", "n", "smoothness")):
-            hint = (
-                ": wrap client data as LeastSquares(X, y) or SoftmaxRegression(X, y, num_classes)"
-                if isinstance(pr, tuple)
-                else ""
-            )
-            raise TypeError(
-                f"problems[{i}] must be a client problem (LeastSquares, SoftmaxRegression, "
-                f"TorchProblem or your own with dim, n, smoothness, ...), got "
-                f"{type(pr).__name__}{hint}"
-            )
+    d = check_problems(problems)
     rounds = V.integer("rounds", rounds, low=1)
     local_steps = V.integer("local_steps", local_steps, low=1)
     if lr_local is not None:
@@ -282,12 +294,6 @@ def fedclup(
         eta_g = V.positive("eta_g", eta_g)
     if tol is not None:
         tol = V.number("tol", tol, low=0.0)
-    dims = {p.dim for p in problems}
-    if len(dims) != 1:
-        raise ValueError(f"all clients must share one model dimension, got {sorted(dims)}")
-    if any(p.n == 0 for p in problems):
-        raise ValueError("every client needs at least one sample")
-    d = dims.pop()
     w_g = np.zeros(d) if w0 is None else V.finite_array("w0", w0, ndim=1).copy()
     if len(w_g) != d:
         raise ValueError(f"w0 must have the model dimension {d}, got {len(w_g)}")

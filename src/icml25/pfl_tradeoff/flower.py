@@ -35,6 +35,7 @@ from icml25.core.flower import (
 from icml25.pfl_tradeoff.fedclup import (
     Problem,
     check_lambda,
+    check_problems,
     local_update,
     server_lr,
     server_update,
@@ -147,13 +148,37 @@ def run_in_process(
     num_clients: int,
     lam: float,
     *,
-    rounds: int,
-    local_steps: int,
-    w0: np.ndarray,
-    smoothness: float,
+    rounds: int = 50,
+    local_steps: int = 10,
+    w0: np.ndarray | None = None,
+    smoothness: float | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """FedCLUP through Flower's real strategy and client app on an :func:`in_process_grid`.
-    Returns the global model and every client's model (from its ``context.state``)."""
+    Returns the global model and every client's model (from its ``context.state``).
+
+    The defaults are :func:`~icml25.pfl_tradeoff.fedclup.fedclup`'s: ``w0`` zeros and
+    ``smoothness`` (the ``L`` of the server step ``1/lam + 1/L``) the largest client's, so
+    ``run_in_process(fn, m, lam)`` runs the rounds of ``fedclup([fn(i, m) for i in
+    range(m)], lam)``."""
+    if not callable(problem_fn):
+        raise TypeError(
+            "problem_fn must be callable (partition_id, num_partitions) -> problem, got "
+            f"{type(problem_fn).__name__}"
+        )
+    num_clients = V.integer("num_clients", num_clients, low=1)
+    lam = check_lambda(lam)
+    rounds = V.integer("rounds", rounds, low=1)
+    local_steps = V.integer("local_steps", local_steps, low=1)
+    problems = [problem_fn(i, num_clients) for i in range(num_clients)]
+    d = check_problems(problems, f"problem_fn({{i}}, {num_clients})")
+    w0 = np.zeros(d) if w0 is None else V.finite_array("w0", w0, ndim=1)
+    if len(w0) != d:
+        raise ValueError(f"w0 must have the model dimension {d}, got {len(w0)}")
+    smoothness = (
+        max(pr.smoothness for pr in problems)
+        if smoothness is None
+        else V.positive("smoothness", smoothness)
+    )
     require_flwr("FedCLUP on Flower")
     from flwr.app import ArrayRecord
 
