@@ -17,10 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HEADING = "## Use it in your own code"
 # Methods whose README has no executed example yet; each one added removes its name. It must
 # end empty.
-WITHOUT_EXAMPLE: set[str] = {
-    "enzyme_rag",
-    "llmscan",
-}
+WITHOUT_EXAMPLE: set[str] = set()
 
 
 def example(slug: str) -> str | None:
