@@ -171,6 +171,16 @@ def test_tiny_budget_says_it_is_a_smoke_test(run_dir):
     assert "smoke test" in render_html(results, run_dir)
 
 
+def test_collected_results_show_where_each_method_came_from(run_dir, tmp_path):
+    out = tmp_path / "pub"
+    results = rep.collect([run_dir], out, "icml25 collect pub run")
+    page = render_html(results, out)
+    assert "Collected from 1 runs" in page
+    for m in results["methods"]:
+        assert f"<tr><td>{m['method']}</td><td><code>" in page
+    assert "Collected from" not in render_html(rep.load_results(run_dir), run_dir)
+
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)

@@ -336,6 +336,23 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
         if budget == {"tiny"}
         else ""
     )
+    sources = results.get("sources") or []
+    provenance = (
+        "<details open><summary>Collected from "
+        f"{len({s['source'] for s in sources})} runs (nothing re-run): where each method comes "
+        "from</summary><table><tr><th>method</th><th>command</th><th>commit</th><th>schema</th>"
+        "</tr>"
+        + "".join(
+            f"<tr><td>{_e(s['method'])}</td><td><code>{_e(s['command'])}</code></td>"
+            f"<td><code>{_e((s['commit'] or '?')[:9])}</code></td><td>{_e(s['schema'])}</td></tr>"
+            for s in sources
+        )
+        + "</table><p class='small'>Schema-1 runs were made before the power audit: their "
+        "claims are re-judged with t intervals from their seeds, without null arms, so none "
+        "counts as reproduced.</p></details>"
+        if sources
+        else ""
+    )
     verdict_boxes = "".join(
         f'<label><input type="checkbox" data-verdict="{_e(v)}" checked> '
         f'<span class="chip" style="background:{COLOURS[v]}"></span>{_e(v)} ({counts[v]})</label>'
@@ -355,6 +372,7 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
         f"{_e(results['created'])} · commit {_e(env.get('git_commit') or 'not a git checkout')}"
         f" · Python {_e(env.get('python'))} on {_e(env.get('platform'))}</p>",
         smoke,
+        provenance,
         f"<p><b>Verdicts of the papers' claims:</b> {_e(tally_text(results))}.</p>",
         f"<p class='small'>{_e(time_line(results).replace('**', ''))}</p>",
         summary_svg(results),
