@@ -338,7 +338,7 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
     )
     sources = results.get("sources") or []
     provenance = (
-        "<details open><summary>Collected from "
+        "<details><summary>Collected from "
         f"{len({s['source'] for s in sources})} runs (nothing re-run): where each method comes "
         "from</summary><table><tr><th>method</th><th>command</th><th>commit</th><th>schema</th>"
         "</tr>"
