@@ -377,3 +377,20 @@ def test_collect_takes_each_method_from_the_last_source_and_publishes(tmp_path):
 def test_collect_refuses_a_folder_without_results(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no results\.json"):
         rep.collect([tmp_path], tmp_path / "out", "x")
+
+
+def test_republishing_the_same_run_keeps_its_moved_verdicts(tmp_path):
+    old = _schema1([0.9, 0.91, 0.92])
+    new = _schema1([0.1, 0.1, 0.2], verdict="not reproduced")
+    new["created"] = "2026-02-01T00:00:00+00:00"
+    for d, res in ((tmp_path / "old", old), (tmp_path / "new", new)):
+        (d / "fake").mkdir(parents=True)
+        (d / "fake" / "curve.png").write_bytes(b"x")
+        (d / "results.json").write_text(json.dumps(res))
+    root = tmp_path / "root"
+    root.mkdir()
+    rep.publish(rep.load_results(tmp_path / "old"), tmp_path / "old", root)
+    first = rep.publish(rep.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    assert "1 verdicts moved" in first and "| reproduced | not reproduced |" in first
+    second = rep.publish(rep.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    assert second == first

@@ -449,14 +449,26 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
     copied to ``root/docs/reproduction/`` (the repository's record of the latest full run)."""
     docs = root / "docs" / "reproduction"
     previous = None
-    if (docs / "results.json").exists():
+    for name in ("results.json", "previous.json"):
+        if not (docs / name).exists():
+            continue
         try:
-            previous = load_results(docs / "results.json")
+            previous = load_results(docs / name)
         except (ValueError, json.JSONDecodeError):
             previous = None
+            continue
+        same = (previous.get("created"), previous.get("command")) == (
+            results.get("created"),
+            results.get("command"),
+        )
+        if not same:  # republishing the same run compares with what it replaced
+            break
+        previous = None
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
+    if previous is not None:  # kept, so that a republish of this run shows the same moves
+        (docs / "previous.json").write_text(json.dumps(previous, indent=2))
     for m in results["methods"]:
         for fig in m.get("figures", []):
             (docs / fig).parent.mkdir(parents=True, exist_ok=True)
