@@ -499,3 +499,23 @@ def test_bad_inputs_of_the_kinds_issue_54_lists_get_clear_errors():
         skip_blocks([torch.nn.Linear(2, 2)], "0")  # type: ignore[arg-type]
     # a list of ints is an integer sequence, accepted as the tensor it converts to
     assert skip_blocks([torch.nn.Linear(2, 2)], [0, -1]).skip.tolist() == [0, -1]  # type: ignore[arg-type]
+
+
+def test_quick_fine_tunes_in_bf16_only_on_a_cpu_that_has_it(monkeypatch, tmp_path):
+    """bfloat16 autocast is emulated (slower than fp32) without AVX512-BF16/AMX: quick then
+    fine-tunes in fp32, under its own cache key (issue 57: the main job's time)."""
+    from icml25.llmscan import reproduce as rp
+
+    assert isinstance(rp.native_bf16(), bool)  # this machine's answer, whatever it is
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("flags\t\t: fpu sse2 avx2 avx512f\n")
+    assert not rp.native_bf16(cpuinfo)
+    cpuinfo.write_text("flags\t\t: fpu sse2 avx2 avx512f avx512_bf16\n")
+    assert rp.native_bf16(cpuinfo)
+    assert not rp.native_bf16(tmp_path / "missing")
+    for native in (False, True):
+        monkeypatch.setattr(rp, "native_bf16", lambda native=native: native)
+        assert rp.use_bf16(rp.BUDGETS["quick"]) is native
+        assert not rp.use_bf16(rp.BUDGETS["full"])  # full is fp32 wherever it runs
+    pairs = [("a", "b")]
+    assert rp.model_folder(pairs, 120, 0, 30, False) != rp.model_folder(pairs, 120, 0, 30, True)
