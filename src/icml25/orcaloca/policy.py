@@ -274,6 +274,14 @@ class RetrievalPolicy:
         return num / (math.sqrt(den) * self.qnorm) if den else 0.0
 
     # ------------------------------------------------------------------ scores
+    def _to_score(self, evidence: float, traced: bool, tag: str) -> int:
+        """0..100 from a score's evidence term, the trace bonus and the seeded noise: the one
+        formula behind every score and belief (``tag`` keys the noise draw)."""
+        logit = evidence + 1.5 * traced - 1.0
+        if self.noise:
+            logit += self.noise * _eps(self.seed, tag)
+        return round(100 * _sigmoid(logit))
+
     def score(self, node_id: str, code: str) -> int:
         """Relevance 0..100 of ``code`` (the text of ``node_id``) to the issue."""
         key = ("code", node_id + "\0" + code)
@@ -281,10 +289,9 @@ class RetrievalPolicy:
         if hit is None:
             self.calls += 1
             z = (self._cosine(_doc(code)) - self.mu) / self.sd
-            logit = 1.2 * z + 1.5 * (node_id in self.traced) - 1.0
-            if self.noise:
-                logit += self.noise * _eps(self.seed, "code:" + node_id)
-            hit = self._memo[key] = round(100 * _sigmoid(logit))
+            hit = self._memo[key] = self._to_score(
+                1.2 * z, node_id in self.traced, "code:" + node_id
+            )
         return hit
 
     def name_score(self, name: str) -> int:
@@ -294,10 +301,9 @@ class RetrievalPolicy:
         if hit is None:
             pieces = set(word_pieces(name)) or {name.lower()}
             overlap = len(pieces & self.issue_words) / len(pieces)
-            logit = 3.0 * overlap + 1.5 * (name in self.traced_names) - 1.0
-            if self.noise:
-                logit += self.noise * _eps(self.seed, "name:" + name)
-            hit = self._memo[key] = round(100 * _sigmoid(logit))
+            hit = self._memo[key] = self._to_score(
+                3.0 * overlap, name in self.traced_names, "name:" + name
+            )
         return hit
 
     # ------------------------------------------------------------------ reading
@@ -563,10 +569,9 @@ class ReadingPolicy(RetrievalPolicy):
             n = self.graph.nodes[node_id]
             pieces = set(word_pieces(n.qualname or n.name)) or {n.name.lower()}
             overlap = len(pieces & self.issue_words) / len(pieces)
-            logit = 3.0 * overlap + 1.5 * (node_id in self.traced) - 1.0
-            if self.noise:
-                logit += self.noise * _eps(self.seed, "prior:" + node_id)
-            hit = self._memo[key] = round(100 * _sigmoid(logit))
+            hit = self._memo[key] = self._to_score(
+                3.0 * overlap, node_id in self.traced, "prior:" + node_id
+            )
         return hit
 
     def posterior(self, node_id: str, code: str) -> int:
@@ -578,10 +583,9 @@ class ReadingPolicy(RetrievalPolicy):
         if hit is None:
             self.calls += 1
             z = (self._bm25(_doc(code)) - self.bm_mu) / self.bm_sd
-            logit = 1.2 * z + 1.5 * (node_id in self.traced) - 1.0
-            if self.noise:
-                logit += self.noise * _eps(self.seed, "code:" + node_id)
-            hit = self._memo[key] = round(100 * _sigmoid(logit))
+            hit = self._memo[key] = self._to_score(
+                1.2 * z, node_id in self.traced, "code:" + node_id
+            )
         return hit
 
     def belief(self, node_id: str) -> int:
