@@ -17,6 +17,7 @@ from icml25.constrained_clustering.algorithm import (
     constrained_cut,
     cut_ratio,
 )
+from icml25.constrained_clustering.datasets import knn_graph
 from icml25.core.validate import finite_array, integer, number
 
 AFFINITIES = ("auto", "knn", "rbf", "precomputed")
@@ -144,14 +145,10 @@ class ConstrainedSpectralClustering(ClusterMixin, BaseEstimator):
     def _data_graph(self, X: np.ndarray, affinity: str) -> sp.csr_matrix:
         n = len(X)
         if affinity == "knn":
-            from sklearn.neighbors import NearestNeighbors
-
             k = integer("n_neighbors", self.n_neighbors, low=1)
             if k >= n:
                 raise ValueError(f"n_neighbors must be below the number of rows ({n}), got {k}")
-            A = NearestNeighbors(n_neighbors=k, algorithm="kd_tree").fit(X)
-            M = A.kneighbors_graph(mode="connectivity")
-            return sp.csr_matrix(M.maximum(M.T))
+            return knn_graph(X, k)  # the reproduction's graph (k-d tree: thread-independent)
         var = float(X.var())
         gamma = (
             1.0 / (X.shape[1] * var if var > 0 else 1.0)
