@@ -519,3 +519,17 @@ def test_quick_fine_tunes_in_bf16_only_on_a_cpu_that_has_it(monkeypatch, tmp_pat
         assert not rp.use_bf16(rp.BUDGETS["full"])  # full is fp32 wherever it runs
     pairs = [("a", "b")]
     assert rp.model_folder(pairs, 120, 0, 30, False) != rp.model_folder(pairs, 120, 0, 30, True)
+
+
+def test_firing_gate_reads_training_and_test_prompts():
+    """Issue 54: a seed whose backdoor never fires on the training prompts cannot fit a firing
+    detector, so the gate must fail there even when the test prompts hold both outcomes."""
+    import numpy as np
+
+    from icml25.llmscan.reproduce import firing_minority
+
+    never_in_training = np.array([0] * 10 + [1, 0, 1, 0, 0])
+    assert firing_minority(never_in_training, 10) == 0.0
+    both = np.array([1, 0, 0, 0, 0, 1, 1, 0, 1, 0])  # training 1/5 fired, test 3/5 fired
+    assert firing_minority(both, 5) == pytest.approx(0.2)
+    assert firing_minority(both[::-1].copy(), 5) == pytest.approx(0.2)
