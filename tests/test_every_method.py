@@ -47,6 +47,25 @@ def test_same_seed_same_numbers(slug, tmp_path):
 
 
 @pytest.mark.parametrize("slug", sorted(METHODS))
+def test_claim_texts_name_the_sizes_of_each_budget(slug):
+    """Issue 56: a claim's texts name the sizes of the budget that ran (``{{name}}`` filled by
+    the module's ``claim_sizes``), every budget fills every name, and the ids never change."""
+    from icml25.core.runner import BUDGETS
+
+    m = METHODS[slug]
+    ids = [c.id for c in m.claims("quick")]
+    for budget in BUDGETS:
+        claims = m.claims(budget)
+        assert [c.id for c in claims] == ids
+        for c in claims:
+            assert not c.size_names(), f"{slug}.{c.id} ({budget}): {c.size_names()} left"
+    mod = m.load()
+    if any(c.size_names() for c in mod.CLAIMS):
+        texts = {b: [c.metric for c in m.claims(b)] for b in BUDGETS}
+        assert texts["tiny"] != texts["quick"] or texts["quick"] != texts["full"], slug
+
+
+@pytest.mark.parametrize("slug", sorted(METHODS))
 def test_metadata_complete(slug):
     m = METHODS[slug]
     assert m.title and m.authors and "2025" in m.venue and m.url.startswith("http")

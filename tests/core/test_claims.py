@@ -311,3 +311,38 @@ def test_gate_logic():
     assert own.judge(FAIL, FAIL, gate=Measurement.exact(0.06)).verdict == "not reproduced"
     assert own.judge(FAIL, FAIL, gate=Measurement.exact(0.01)).verdict == "out of scale"
     assert own.judge(FAIL, FAIL, gate=Measurement.exact(math.nan)).verdict == "out of scale"
+
+
+# --- claim texts name the sizes of the budget that ran (issue 56) ------------------------------
+
+
+def test_sized_fills_every_text_field_and_formats_integers():
+    c = Claim(
+        "x",
+        "On {{n}} instances the gap is small.",
+        "Thm. 1",
+        "max gap over {{n}} instances of dimension d = {{d}}; D^{-1/2} K stays as written",
+        Rule("<=", 0.1),
+        paper_value="exact at d = {{d}}",
+        null=Null(arm="the same {{n}} instances shuffled"),
+        gate=Gate("{{n}} >= 10 instances reach the bound"),
+    )
+    assert c.size_names() == {"n", "d"}
+    s = c.sized({"n": 1200, "d": 0.5})
+    assert s.statement == "On 1,200 instances the gap is small."
+    assert (
+        s.metric == "max gap over 1,200 instances of dimension d = 0.5; D^{-1/2} K stays as written"
+    )
+    assert s.paper_value == "exact at d = 0.5"
+    assert s.null is not None and s.null.arm == "the same 1,200 instances shuffled"
+    assert s.gate is not None and s.gate.check == "1,200 >= 10 instances reach the bound"
+    assert s.gate.rule is None and s.rule == c.rule and s.size_names() == set()
+    # a text without placeholders is returned as it is, a number untouched
+    plain = Claim("y", "s", "w", "m", Rule(">=", 1.0), paper_value=3.0, null=Null(exempt="r"))
+    assert plain.sized({}) == plain
+
+
+def test_sized_names_a_missing_size():
+    c = Claim("x", "s", "w", "{{n_test}} images", Rule(">=", 1.0), null=Null(exempt="r"))
+    with pytest.raises(KeyError, match=r"n_test.*gives only \['n'\]"):
+        c.sized({"n": 3})

@@ -39,8 +39,9 @@ seed can honestly say.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -69,6 +70,10 @@ LEVEL = 0.90
 """The two-sided level of every interval a verdict reads."""
 MIN_T_VALUES = 3
 """Seeds needed for a t interval; fewer (and no items) give an unbounded interval."""
+
+
+SIZE_FIELD = re.compile(r"\{\{(\w+)\}\}")
+"""A size named in a claim's text, ``{{n_test}}``, filled per budget by :meth:`Claim.sized`."""
 
 
 def null_key(claim_id: str) -> str:
@@ -481,6 +486,55 @@ class Claim:
             )
         if "/" in self.id:
             raise ValueError(f"Claim id must not contain '/', got {self.id!r}")
+
+    def sized(self, sizes: Mapping[str, Any]) -> Claim:
+        """This claim with every ``{{name}}`` in its texts replaced by ``sizes[name]``.
+
+        Claim texts name the sizes of the budget that ran ("d = {{d}}", "{{n_test}} test
+        images"), so a tiny or full run does not describe itself with the quick budget's sizes
+        (issue 56). A name missing from ``sizes`` raises ``KeyError`` naming it.
+        """
+
+        def fill(text: Any) -> Any:
+            if not isinstance(text, str) or "{{" not in text:
+                return text
+
+            def one(m: re.Match[str]) -> str:
+                name = m.group(1)
+                if name not in sizes:
+                    raise KeyError(
+                        f"claim {self.id!r} names the size {{{{{name}}}}} but claim_sizes() "
+                        f"gives only {sorted(sizes)}"
+                    )
+                v = sizes[name]
+                return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+            return SIZE_FIELD.sub(one, text)
+
+        null, gate = self.null, self.gate
+        if null is not None:
+            null = Null(arm=fill(null.arm), exempt=fill(null.exempt))
+        if gate is not None:
+            gate = Gate(fill(gate.check), gate.rule)
+        return replace(
+            self,
+            statement=fill(self.statement),
+            where=fill(self.where),
+            metric=fill(self.metric),
+            paper_value=fill(self.paper_value),
+            out_of_scale=fill(self.out_of_scale),
+            null=null,
+            gate=gate,
+        )
+
+    def size_names(self) -> set[str]:
+        """The ``{{name}}`` placeholders its texts use."""
+        texts = [self.statement, self.where, self.metric, self.paper_value, self.out_of_scale]
+        if self.null is not None:
+            texts += [self.null.arm, self.null.exempt]
+        if self.gate is not None:
+            texts.append(self.gate.check)
+        return {n for t in texts if isinstance(t, str) for n in SIZE_FIELD.findall(t)}
 
     @property
     def gate_rule(self) -> Rule | None:

@@ -75,7 +75,7 @@ def _crash(
     method: Method, budget: Budget, seeds: tuple[int, ...], wall_s: float, why: str
 ) -> dict[str, Any]:
     try:
-        claims = method.claims()
+        claims = method.claims(budget)
     except Exception:  # the crash may be the import itself
         claims = ()
     return make_entry(

@@ -7,7 +7,12 @@ imports experiment code. That module must define
 ``CLAIMS``
     a tuple of :class:`~icml25.core.claims.Claim`, fixed before anything runs, and
 ``reproduce(ctx: RunContext) -> dict[str, float | Sequence[float] | Measurement]``
-    which measures one value (or one per seed) for each claim id.
+    which measures one value (or one per seed) for each claim id,
+
+and, where a claim's texts name a budget's sizes as ``{{name}}``,
+
+``claim_sizes(budget: str) -> Mapping[str, object]``
+    those sizes for ``"tiny"``, ``"quick"`` and ``"full"``.
 """
 
 from __future__ import annotations
@@ -47,8 +52,20 @@ class Method:
             raise TypeError(f"{self.module}.CLAIMS must be Claims with unique ids, got {ids}")
         return mod
 
-    def claims(self) -> tuple[Claim, ...]:
-        return cast(tuple[Claim, ...], tuple(self.load().CLAIMS))
+    def claims(self, budget: str = "quick") -> tuple[Claim, ...]:
+        """The claims as the ``budget`` runs them: ``{{name}}`` sizes in their texts filled by
+        the module's ``claim_sizes(budget)`` (a mapping; only where a text names a size)."""
+        mod = self.load()
+        claims = cast(tuple[Claim, ...], tuple(mod.CLAIMS))
+        if not any(c.size_names() for c in claims):
+            return claims
+        if not hasattr(mod, "claim_sizes"):
+            raise TypeError(
+                f"{self.module}: claim texts name sizes ({{{{name}}}}) but the module defines "
+                "no claim_sizes(budget)"
+            )
+        sizes = mod.claim_sizes(budget)
+        return tuple(c.sized(sizes) for c in claims)
 
     def reproducer(self) -> Callable[[Any], Measured]:
         return cast(Callable[[Any], Measured], self.load().reproduce)

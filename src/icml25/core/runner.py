@@ -64,7 +64,7 @@ def run_method(
     error: str | None = None
     claims: tuple[Claim, ...] = ()
     try:
-        claims = method.claims()
+        claims = method.claims(budget)
         raw = method.reproducer()(ctx)
         unknown = set(raw) - expected_keys(claims)
         if unknown:
