@@ -370,7 +370,7 @@ def test_collect_takes_each_method_from_the_last_source_and_publishes(tmp_path):
     root.mkdir()
     page = rep.publish(rep.load_results(out), out, root).read_text()
     assert "collected with `icml25 collect out a b c`" in page
-    assert "| fake | full | 0,1,2 | `icml25 reproduce fake --budget full` | `abc` | 1 |" in page
+    assert "| fake | full | 0,1,2 | `icml25 reproduce fake --budget full` | `abc` | 1 | 0 |" in page
     assert (root / "docs" / "reproduction" / "fake" / "curve.png").exists()
 
 
@@ -394,3 +394,33 @@ def test_republishing_the_same_run_keeps_its_moved_verdicts(tmp_path):
     assert "1 verdicts moved" in first and "| reproduced | not reproduced |" in first
     second = rep.publish(rep.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
     assert second == first
+
+
+def test_collect_rebuilds_the_texts_of_unchanged_claims_from_the_code(tmp_path):
+    """Issue 56: a saved run's claim texts are rebuilt for its budget where the claim (id,
+    kind, rule, null arm and gate) is today's; a claim whose rule moved keeps the run's texts."""
+    from icml25.core.claims import Measurement
+    from icml25.core.runner import make_entry
+    from icml25.methods import get
+
+    m = get("pan_privacy")
+    claims = m.claims("full")
+    measured = {c.id: Measurement.of([1.0, 1.0, 1.0]) for c in claims}
+    entry = make_entry(m, budget="full", seeds=[0, 1, 2], wall_s=1.0, claims=claims,
+                       measured=measured, error=None)  # fmt: skip
+    first, second = entry["claims"][0], entry["claims"][1]
+    first["metric"] = "the quick budget's old words"
+    second["metric"], second["rule"] = "old words, old rule", "mean >= 123"
+    if first.get("null") and "arm" in first["null"]:
+        first["null"]["arm"] = "an old arm"
+    res = rep.build_results([entry], "icml25 reproduce pan_privacy --budget full")
+    (tmp_path / "run").mkdir()
+    rep.write_results(res, tmp_path / "run")
+    out = rep.collect([tmp_path / "run"], tmp_path / "out", "icml25 collect out run")
+    got = out["methods"][0]["claims"]
+    assert got[0]["metric"] == claims[0].metric
+    if claims[0].null is not None and claims[0].null.arm is not None:
+        assert got[0]["null"]["arm"] == claims[0].null.arm
+    assert got[1]["metric"] == "old words, old rule"
+    assert out["sources"][0]["texts_from_code"] == 1
+    assert [c["verdict"] for c in got] == [c["verdict"] for c in entry["claims"]]

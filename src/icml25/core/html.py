@@ -341,15 +341,18 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
         "<details><summary>Collected from "
         f"{len({s['source'] for s in sources})} runs (nothing re-run): where each method comes "
         "from</summary><table><tr><th>method</th><th>command</th><th>commit</th><th>schema</th>"
-        "</tr>"
+        "<th>claim texts rebuilt</th></tr>"
         + "".join(
             f"<tr><td>{_e(s['method'])}</td><td><code>{_e(s['command'])}</code></td>"
-            f"<td><code>{_e((s['commit'] or '?')[:9])}</code></td><td>{_e(s['schema'])}</td></tr>"
+            f"<td><code>{_e((s['commit'] or '?')[:9])}</code></td><td>{_e(s['schema'])}</td>"
+            f"<td>{_e(s.get('texts_from_code', 0))}</td></tr>"
             for s in sources
         )
         + "</table><p class='small'>Schema-1 runs were made before the power audit: their "
         "claims are re-judged with t intervals from their seeds, without null arms, so none "
-        "counts as reproduced.</p></details>"
+        "counts as reproduced. Claim texts rebuilt: texts (sizes, wording) taken from the code at "
+        "collection for claims whose id, rule, null arm and gate are unchanged since the run "
+        "(issue 56).</p></details>"
         if sources
         else ""
     )

@@ -253,8 +253,10 @@ def rejudge_schema1(entry: dict[str, Any]) -> dict[str, Any]:
 
 def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
     """One results file from several runs (nothing is re-run): each method's entry from the
-    last source that has it, schema-1 entries re-judged (:func:`rejudge_schema1`), figures
-    copied. ``results["sources"]`` records where each method came from."""
+    last source that has it, schema-1 entries re-judged (:func:`rejudge_schema1`), schema-2
+    entries' claim texts rebuilt from today's code where the claim is unchanged
+    (:func:`retext`), figures copied. ``results["sources"]`` records where each method came
+    from and how many claim texts were rebuilt."""
     from icml25.methods import load_all
 
     entries: dict[str, dict[str, Any]] = {}
@@ -264,6 +266,7 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
         src_dir = src if src.is_dir() else src.parent
         for m in results["methods"]:
             entry = m if results["schema"] >= 2 else rejudge_schema1(m)
+            retexted = retext(entry) if results["schema"] >= 2 else 0
             for fig in entry.get("figures", []):
                 if (src_dir / fig).exists():
                     (out_dir / fig).parent.mkdir(parents=True, exist_ok=True)
@@ -276,6 +279,7 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
                 "commit": results.get("environment", {}).get("git_commit"),
                 "created": results.get("created"),
                 "schema": results["schema"],
+                "texts_from_code": retexted,
             }
     order = [slug for slug in load_all() if slug in entries]
     order += [slug for slug in entries if slug not in order]
@@ -285,11 +289,51 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
     return collected
 
 
+def retext(entry: dict[str, Any]) -> int:
+    """Claim texts of a saved entry rebuilt, in place, from today's code for the entry's
+    budget (its sizes filled: issue 56); returns how many claims' texts changed.
+
+    Only texts move (statement, where, metric, a string paper value, the null arm or exemption,
+    the gate check), and only for a claim whose id, kind, rule, and kind of null arm and gate
+    are today's: a claim whose rule or design changed since the run keeps the run's texts.
+    """
+    from icml25.core.runner import BUDGETS
+    from icml25.methods import load_all
+
+    method = load_all().get(entry.get("method", ""))
+    if method is None or entry.get("budget") not in BUDGETS:
+        return 0
+    try:
+        claims = {c.id: c for c in method.claims(entry["budget"])}
+    except Exception:  # a method that no longer loads keeps its saved texts
+        return 0
+    changed = 0
+    for row in entry.get("claims", []):
+        c = claims.get(row.get("id"))
+        if c is None or row.get("kind") != c.kind or row.get("rule") != c.rule_text():
+            continue
+        null, gate = row.get("null"), row.get("gate")
+        null_kind = None if null is None else ("exempt" if "exempt" in null else "arm")
+        want_null = None if c.null is None else ("exempt" if c.null.exempt is not None else "arm")
+        if null_kind != want_null or (gate is None) != (c.gate is None):
+            continue
+        before = json.dumps(row, sort_keys=True)
+        row.update(statement=c.statement, where=c.where, metric=c.metric)
+        if isinstance(row.get("paper_value"), str) and isinstance(c.paper_value, str):
+            row["paper_value"] = c.paper_value
+        if null is not None and c.null is not None:
+            null[null_kind] = c.null.exempt if null_kind == "exempt" else c.null.arm
+        if gate is not None and c.gate is not None:
+            gate["check"] = c.gate.check
+        changed += json.dumps(row, sort_keys=True) != before
+    return changed
+
+
 def sources_text(results: dict[str, Any]) -> str:
     """Where each method of a collected results file came from (a Markdown table)."""
     lines = [
-        "| method | budget | seeds | command | commit | schema |",
-        "|---|---|---|---|---|---|",
+        "| method | budget | seeds | command | commit | schema | texts rebuilt |",
+        "|---|---|---|---|---|---|---|",
     ]
     budgets = {m["method"]: m for m in results["methods"]}
     for s in results.get("sources", []):
@@ -305,6 +349,7 @@ def sources_text(results: dict[str, Any]) -> str:
                     f"`{s['command']}`",
                     f"`{(s['commit'] or '?')[:9]}`",
                     s["schema"],
+                    s.get("texts_from_code", 0),
                 )
             )
             + " |"
