@@ -372,6 +372,9 @@ def test_collect_takes_each_method_from_the_last_source_and_publishes(tmp_path):
     assert "collected with `icml25 collect out a b c`" in page
     assert "| fake | full | 0,1,2 | `icml25 reproduce fake --budget full` | `abc` | 1 | 0 |" in page
     assert (root / "docs" / "reproduction" / "fake" / "curve.png").exists()
+    # collecting from a collected (published) file keeps where each method came from
+    again = rep.collect([out], tmp_path / "again", "icml25 collect again out")
+    assert [s["source"] for s in again["sources"]] == [str(b), str(tmp_path / "c")]
 
 
 def test_collect_refuses_a_folder_without_results(tmp_path):

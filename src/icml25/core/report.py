@@ -272,15 +272,17 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
                     (out_dir / fig).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src_dir / fig, out_dir / fig)
             entries[m["method"]] = entry
-            origin[m["method"]] = {
+            # a collected file (a published one) keeps the run each method came from
+            carried = {s["method"]: s for s in results.get("sources") or []}
+            origin[m["method"]] = dict(carried.get(m["method"]) or {
                 "method": m["method"],
                 "source": str(src),
                 "command": results.get("command"),
                 "commit": results.get("environment", {}).get("git_commit"),
                 "created": results.get("created"),
                 "schema": results["schema"],
-                "texts_from_code": retexted,
-            }
+            })  # fmt: skip
+            origin[m["method"]]["texts_from_code"] = retexted
     order = [slug for slug in load_all() if slug in entries]
     order += [slug for slug in entries if slug not in order]
     collected = build_results([entries[s] for s in order], command)
