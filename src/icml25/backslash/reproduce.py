@@ -84,7 +84,9 @@ FAMILIES = ("image", "text")
 LABEL = {"image": "MLP / Fashion-MNIST", "text": "transformer / fortunes"}
 CATEGORIES = ("people", "computers", "songs-poems", "politics", "work", "science")
 
-LM = "SmolLM2-135M-Instruct fine-tuned on standard-library source"
+LM = "{{lm}}"
+"""The language model the LM claims name: SmolLM2, or the tiny random Llama of the tiny budget
+(:func:`claim_sizes`)."""
 SPARSE_GATE = Gate(
     "the rate made the selected model sparse: its coded size is within the paper's range "
     "(bits / normal's <= 0.4), the premise of keeping accuracy when 80% of the weights go",
@@ -96,9 +98,10 @@ LM_CLAIMS = (
         statement="At equal quantisation step, BackSlash's coded model is 60-90% smaller "
         "than normal training's (the paper's subject: LLMs).",
         where="Abstract; Fig. 5",
-        metric=f"Exp-Golomb bits per weight of every Linear/Embedding weight, selected "
-        f"BackSlash fine-tune / normal fine-tune, same steps and delta, {LM}; interval: "
-        "bootstrap over the 211 weight tensors",
+        metric="Exp-Golomb bits per weight of every Linear/Embedding weight, selected "
+        "BackSlash fine-tune / normal fine-tune, same {{lm_steps}} steps and delta, "
+        f"{LM}; interval: bootstrap over "
+        "{{lm_tensors}}",
         paper_value="0.1-0.4 (60-90% less)",
         rule=Rule("<=", 0.4, partial=0.7),
         null=Null(
@@ -113,7 +116,8 @@ LM_CLAIMS = (
         statement="... without accuracy loss.",
         where="Abstract; Fig. 5",
         metric=f"held-out perplexity of the decoded BackSlash model / the decoded normal "
-        f"fine-tune's - 1, percent, {LM}; interval: bootstrap over test chunks",
+        f"fine-tune's - 1, percent, {LM}; interval: bootstrap over test chunks "
+        "({{lm_test_tokens}} test tokens in chunks of {{lm_length}})",
         paper_value="~0 (no accuracy loss)",
         rule=Rule("<=", 5.0, partial=20.0),
         null=Null(
@@ -799,6 +803,26 @@ BUDGETS = {
         LMBudget(40, 128, (4.5e8, 1.5e9, 4.5e9), 2048, 4096, True),
     ),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them: the LM block's model (tiny runs
+    the tiny random Llama of :func:`_load_lm`), steps and test tokens."""
+    lm = BUDGETS[budget].lm
+    assert lm is not None
+    tiny = budget == "tiny"
+    return {
+        "lm": (
+            "the tiny random Llama (random weights, the tests' model) fine-tuned on "
+            "standard-library source"
+            if tiny
+            else "SmolLM2-135M-Instruct fine-tuned on standard-library source"
+        ),
+        "lm_tensors": "the tiny model's weight tensors" if tiny else "the 211 weight tensors",
+        "lm_steps": lm.steps,
+        "lm_length": lm.length,
+        "lm_test_tokens": lm.test_tokens,
+    }
 
 
 NULL_SEED = 1000

@@ -39,7 +39,8 @@ CLAIMS = (
         statement="Weight decay only moves the Legendre parameter: c_T = c_0 (1 - eta alpha)^(2T) "
         "(c_0 e^(-2 alpha t) in the flow).",
         where="Sparse coding example (time-dependent Legendre function)",
-        metric="max over switch times of |median c_T / predicted - 1|, u * v sparse regression",
+        metric="max over switch times (T = {{sparse_switch}} GD steps) of |median c_T / "
+        "predicted - 1|, u * v sparse regression",
         paper_value="exact (theorem, flow)",
         rule=Rule("<=", 0.01, partial=0.05),
         null=Null(
@@ -65,8 +66,9 @@ CLAIMS = (
         statement="Type of bias: longer weight decay (smaller c_T) moves the bias from l2-like "
         "towards l1, lowering ||x||_1 of the interpolating solution.",
         where="Three effects: type of bias",
-        metric="fraction of successive switch times (none < T1 < T2 < T3 < T4) whose solution has "
-        "a smaller l1 norm (by more than 1e-9 relative: float ties are not smaller)",
+        metric="fraction of successive switch times (none < T1 < T2 < T3 < T4 = {{sparse_switch}} "
+        "of {{sparse_steps}} GD steps) whose solution has a smaller l1 norm (by more than 1e-9 "
+        "relative: float ties are not smaller)",
         paper_value="monotone",
         rule=Rule(">=", 1.0, partial=0.75),
         null=Null(
@@ -79,8 +81,8 @@ CLAIMS = (
         statement="Positional bias: with x_0 != 0 the limit is "
         "argmin R_{c_T}(x) - <grad R_{c_0}(x_0), x>.",
         where="Three effects: positional bias",
-        metric="relative distance of the GD limit (u0 = 1, v0 = 0.5, weight decay off at T) to "
-        "the positional prediction",
+        metric="relative distance of the GD limit (u0 = 1, v0 = 0.5, weight decay off at T2 = "
+        "{{sparse_T2}} of {{sparse_steps}} steps) to the positional prediction",
         paper_value="exact (theorem)",
         rule=Rule("<=", 0.01, partial=0.05),
         null=Null(arm="the prediction without the positional term: plain argmin R_{c_T}"),
@@ -90,7 +92,8 @@ CLAIMS = (
         statement="Switching weight decay off improves generalization over never using it "
         "(sparse regression).",
         where="Sparse coding experiment",
-        metric="recovery error ||x - x*||/||x*||, switch off at T3 / never",
+        metric="recovery error ||x - x*||/||x*||, switch off at T3 = {{sparse_T3}} / never "
+        "({{sparse_steps}} GD steps)",
         paper_value="better",
         rule=Rule("<=", 0.5, partial=0.9),
         null=Null(arm="no reparameterisation: x = w, same GD, weight decay and switch"),
@@ -103,7 +106,8 @@ CLAIMS = (
         id="sparse_switch_vs_always",
         statement="...and over keeping it on, while still interpolating (sparse regression).",
         where="Sparse coding experiment",
-        metric="recovery error, switch off at T4 / always on (switched run must interpolate: "
+        metric="recovery error, switch off at T4 = {{sparse_T4}} / always on ({{sparse_steps}} GD "
+        "steps; switched run must interpolate: "
         "residual <= 1e-3 ||y||, else the value is set to inf)",
         paper_value="better",
         rule=Rule("<=", 1.0, partial=1.5),
@@ -113,7 +117,8 @@ CLAIMS = (
         id="sensing_switch_vs_none",
         statement="Switching weight decay off improves matrix sensing over never using it.",
         where="Matrix sensing experiment",
-        metric="||X - X*||_F/||X*||_F, switch off at T2 / never",
+        metric="||X - X*||_F/||X*||_F, switch off at T2 = {{sensing_T2}} / never "
+        "({{sensing_steps}} GD steps)",
         paper_value="better",
         rule=Rule("<=", 0.25, partial=0.9),
         null=Null(
@@ -125,7 +130,8 @@ CLAIMS = (
         id="sensing_switch_vs_always",
         statement="...and over keeping it on (matrix sensing).",
         where="Matrix sensing experiment",
-        metric="recovery error, switch off at T2 / always on",
+        metric="recovery error, switch off at T2 = {{sensing_T2}} / always on ({{sensing_steps}} "
+        "GD steps)",
         paper_value="better",
         rule=Rule("<=", 1.0, partial=1.5),
         null=Null(
@@ -138,7 +144,8 @@ CLAIMS = (
         statement="In single-layer attention W_Q W_K^T, weight decay decays the balancedness "
         "W_Q^T W_Q - W_K^T W_K as (1 - eta alpha)^(2t) (e^(-2 alpha t) in the flow).",
         where="Single-layer attention",
-        metric="max over a grid of steps k (every 1/40 of the run, weight decay on throughout) of "
+        metric="max over a grid of steps k (every 1/40 of the run of {{balancedness_steps}} steps, "
+        "weight decay on throughout) of "
         "||B_k - (1 - eta alpha)^(2k) B_0||_F / ||B_0||_F, at eta = 0.005 (rule of issue 23; "
         "before: |ratio of norms / prediction - 1| at the switch step, eta = 0.05)",
         paper_value="exact (theorem, flow)",
@@ -164,7 +171,8 @@ CLAIMS = (
         statement="Switching weight decay off improves the attention logits' recovery over "
         "never using it.",
         where="Single-layer attention experiment",
-        metric="||W_Q W_K^T - W*||_F/||W*||_F, switch off at T / never",
+        metric="||W_Q W_K^T - W*||_F/||W*||_F, switch off at T = {{attention_switch}} / never "
+        "({{attention_steps}} GD steps)",
         paper_value="better",
         rule=Rule("<=", 0.5, partial=0.9),
         null=Null(
@@ -182,7 +190,7 @@ CLAIMS = (
         "to a fixed pretrained-net MSE of 0.03 (issue 54; issue 23: n = 64 -> 256); weight decay "
         "off once the predicted balancedness is down to 5% (issue 54: T = 749; before T = 250, "
         "e^-1). Rule restated by issue 54 before its run: <= 1 (the partial band <= 1.1 held a "
-        "no-effect null)",
+        "no-effect null); {{lora_steps}} GD steps in all",
         paper_value="better",
         rule=Rule("<=", 1.0),
         null=Null(
@@ -200,7 +208,8 @@ CLAIMS = (
         statement="In LoRA (BA), weight decay decays the balancedness A A^T - B^T B as "
         "(1 - eta alpha)^(2k).",
         where="LoRA experiment (as described by the reviews of the ICLR 2025 submission)",
-        metric="max over the steps k = 0, 25, ..., T (weight decay on) of "
+        metric="max over the steps k = 0, 25, ..., {{lora_grid_last}} (weight decay on, T = "
+        "{{lora_T}}, {{lora_steps}} steps in all) of "
         "||Bal_k - (1 - eta alpha)^(2k) Bal_0||_F / ||Bal_0||_F (rank-4 LoRA on the first layer)",
         paper_value="0.368 vs 0.3677 (reviews)",
         rule=Rule("<=", 0.01, partial=0.05),
@@ -249,7 +258,8 @@ CLAIMS = (
         where="Three effects: range shrinking (definitions from the reviews of the ICLR 2025 "
         "submission, OpenReview EreKmSOw7K; invariant derived here)",
         metric="max over p in {1.5, 4}, runs with weight decay off at A_T <= 1 (S_T >= S_0 / 4 "
-        "for p = 1.5), recorded steps and coordinates with u, v > 0 of |S / predicted - 1|",
+        "for p = 1.5), recorded steps (every {{power_record_every}} of {{power_steps}}) and "
+        "coordinates with u, v > 0 of |S / predicted - 1|",
         paper_value="exact (flow)",
         rule=Rule("<=", 0.01, partial=0.05),
         null=Null(
@@ -350,6 +360,30 @@ POWER: dict[str, Any] = {
     "claim_A_max": 1.0,
     "record_every": 100,
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    cfg = CONFIGS[budget]
+    lora_T = balancedness_switch_step(LORA["lr"], LORA["alpha"], LORA["balancedness_target"])
+    lora_grid = np.arange(0, min(lora_T, cfg.lora_steps) + 1, LORA["grid"])  # as _lora's grid
+    return {
+        "sparse_switch": "/".join(f"{t:,}" for t in cfg.sparse_switch),
+        "sparse_T2": cfg.sparse_switch[1],
+        "sparse_T3": cfg.sparse_switch[2],
+        "sparse_T4": cfg.sparse_switch[3],
+        "sparse_steps": cfg.sparse_steps,
+        "sensing_T2": cfg.sensing_switch[1],
+        "sensing_steps": cfg.sensing_steps,
+        "attention_switch": cfg.attention_switch,
+        "attention_steps": cfg.attention_steps,
+        "balancedness_steps": cfg.balancedness_steps,
+        "lora_steps": cfg.lora_steps,
+        "lora_T": lora_T,
+        "lora_grid_last": int(lora_grid[-1]),
+        "power_steps": cfg.power_steps,
+        "power_record_every": POWER["record_every"],
+    }
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:

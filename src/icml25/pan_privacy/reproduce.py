@@ -57,7 +57,7 @@ CLAIMS = (
         "whatever the horizon.",
         where="Upper bound: the protocol (reconstruction in the brief)",
         metric="fraction of decrypted reports equal to RR bit y1 (event seen) or y0 (not), "
-        "all devices, T = 10 and 100",
+        "all devices ({{n}} per seed and horizon), T = {{horizons}}",
         paper_value="all (by construction)",
         rule=Rule(">=", 1.0),
         null=Null(arm=IGNORES_EVENTS),
@@ -66,7 +66,7 @@ CLAIMS = (
         id="estimate_unbiased",
         statement="The server's debiased estimate of COUNTNONZERO has error O(sqrt(n)).",
         where="Upper bound",
-        metric="max over T of |n_hat - truth| / stderr, per seed",
+        metric="max over T = {{horizons}} of |n_hat - truth| / stderr, per seed ({{n}} devices)",
         paper_value="within a few standard errors",
         rule=Rule("<=", 4.0),
         null=Null(arm=IGNORES_EVENTS),
@@ -76,7 +76,8 @@ CLAIMS = (
         statement="The protocol's error does not grow with the horizon T (unlike any "
         "information-theoretic pan-private protocol, whose error is Omega(sqrt(nT))).",
         where="Upper bound vs lower bound",
-        metric="RMS of standardised group errors (20 groups per run, all seeds), T = 100 / T = 10 "
+        metric="RMS of standardised group errors ({{groups}} groups of the {{n}} devices per run, "
+        "all seeds), T = {{T_long}} / T = {{T_short}} "
         "(interval: bootstrap over the groups)",
         paper_value="independent of T",
         rule=Rule("<=", 1.4, partial=2.0),
@@ -107,7 +108,7 @@ CLAIMS = (
         "about events (computational pan-privacy).",
         where="Upper bound (rerandomizable public-key encryption)",
         metric="best adversary's advantage P(guess event | event) - P(guess event | none), "
-        "two intrusions, T = 10",
+        "two intrusions, T = {{game_T}}, {{trials}} trials per world",
         paper_value="negligible",
         rule=Rule("<=", 0.05, partial=0.1),
         null=Null(
@@ -120,7 +121,8 @@ CLAIMS = (
         statement="Naive counters fail under repeated intrusions: a plaintext state, "
         "rerandomizing only on events, or a one-shot pan-private bit.",
         where="Motivation and lower bound",
-        metric="smallest of the three controls' best-adversary advantage",
+        metric="smallest of the three controls' best-adversary advantage (the same game: T = "
+        "{{game_T}}, {{trials}} trials per world)",
         paper_value="not pan-private",
         rule=Rule(">=", 0.4, partial=0.2),
         null=Null(arm="the same adversaries against the protocol (a counter that is not naive)"),
@@ -151,6 +153,20 @@ CONFIGS = {
     "quick": Config(n=800, horizons=(10, 100), trials=1000, game_T=10),
     "full": Config(n=5000, horizons=(10, 100), trials=5000, game_T=10),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    cfg = CONFIGS[budget]
+    return {
+        "n": cfg.n,
+        "horizons": " and ".join(f"{T:,}" for T in cfg.horizons),
+        "T_short": cfg.horizons[0],
+        "T_long": cfg.horizons[-1],
+        "groups": GROUPS,
+        "game_T": cfg.game_T,
+        "trials": cfg.trials,
+    }
 
 
 def event_stream(rng: random.Random, T: int) -> list[bool]:

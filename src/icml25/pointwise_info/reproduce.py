@@ -239,7 +239,9 @@ CLAIMS: tuple[Claim, ...] = (
         statement=f"Every seed has at least {MIN_ERRORS} classifier errors in every setting, so "
         "that AUROC differences of a point are not noise (our control).",
         where="Control (issue 21: statistical power)",
-        metric="min over settings of the classifier's test errors, per seed",
+        metric="min over settings of the classifier's test errors, per seed (of "
+        "{{cnn_test}} CNN test images on Fashion-MNIST, {{mlp_test}} MLP test images on "
+        "MNIST-5k)",
         paper_value="not stated",
         rule=Rule(">=", float(MIN_ERRORS)),
         kind="control",
@@ -271,6 +273,14 @@ BUDGETS = {
     "quick": Budget(2_000, 1_000, 1_500, 2, 1_500, 500, 3_000, 20, 50, 10, 100),
     "full": Budget(20_000, 5_000, 10_000, 6, 1_500, 500, 3_000, 40, 50, 50, 100),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (the CNN's test count is
+    Fashion-MNIST's: MNIST-5k, used when it is absent, has 1,000 test images)."""
+    b = BUDGETS[budget]
+    return {"cnn_test": b.cnn_test, "mlp_test": b.mlp_test}
+
 
 METHODS = (
     "MSP",

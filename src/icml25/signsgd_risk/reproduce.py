@@ -53,8 +53,8 @@ CLAIMS = (
         id="ode_diag_gaussian",
         statement="The deterministic risk ODE describes signSGD's risk curve in high dimensions.",
         where="Main theorem (signHSGD / risk ODE), figures of risk curves",
-        metric="sup over t in [0, 6] of |mean simulated risk / ODE - 1|, diagonal K, d = 1000, "
-        "Gaussian noise std 0.5, mean over the run seeds",
+        metric="sup over t in [0, {{t_main}}] of |mean simulated risk / ODE - 1|, diagonal K, "
+        "d = {{d_diag}}, Gaussian noise std 0.5, mean over the run seeds",
         paper_value="curves coincide (brief's check: 3.0%)",
         rule=Rule("<=", 0.05, partial=0.10),
         null=Null(arm=FROZEN_PHI),
@@ -75,7 +75,7 @@ CLAIMS = (
         statement="For non-diagonal K the full matrix ODE with the arcsine-law noise covariance "
         "K_sigma describes the risk.",
         where="Main theorem (general K)",
-        metric="as ode_diag_gaussian, Toeplitz 0.6^|i-j| correlations, d = 400",
+        metric="as ode_diag_gaussian, Toeplitz 0.6^|i-j| correlations, d = {{d_dense}}",
         paper_value="curves coincide (brief's check: 8.2%)",
         rule=Rule("<=", 0.10, partial=0.20),
         null=Null(
@@ -89,8 +89,8 @@ CLAIMS = (
         statement="The ODE is the high-dimensional limit: the gap to the simulation shrinks as d "
         "grows.",
         where="Main theorem (error bound vanishing with d)",
-        metric="err(d = 1000) / err(d = 250), err = per-seed sup relative error averaged over "
-        "seeds (full budget: d = 2000 / 250); about 0.5 if err ~ d^-1/2",
+        metric="err(d = {{d_scaling_last}}) / err(d = {{d_scaling_first}}), err = per-seed sup "
+        "relative error averaged over seeds; about {{shrink_expected}} if err ~ d^-1/2",
         paper_value="-> 0 as d -> inf",
         rule=Rule("<=", 0.75, partial=1.0),
         null=Null(arm=f"the same ratio against a wrong limit: {FROZEN_PHI}"),
@@ -99,7 +99,8 @@ CLAIMS = (
         id="heavy_tail_sign_matches_ode",
         statement="Under Cauchy noise signSGD is stable and follows the ODE.",
         where="Noise compression discussion",
-        metric="|mean final signSGD risk / ODE - 1| at t = 8, d = 500, Cauchy scale 0.5",
+        metric="|mean final signSGD risk / ODE - 1| at t = {{t_heavy}}, d = {{d_heavy}}, Cauchy "
+        "scale 0.5",
         paper_value="matches (brief's check: 0.14)",
         rule=Rule("<=", 0.05, partial=0.10),
         null=Null(arm=FROZEN_PHI),
@@ -123,7 +124,8 @@ CLAIMS = (
         "decays at a rate proportional to lambda_i^{1/2}.",
         where="Diagonal preconditioning effect",
         metric="|fitted exponent - 0.5| per seed: slope of log rate vs log lambda over 8 "
-        "eigenvalue bins, rate from the projection of r(t) on r(0) at t = 3 (setting A)",
+        "eigenvalue bins, rate from the projection of r(t) on r(0) at t = {{t_decay}} (setting A, "
+        "d = {{d_diag}})",
         paper_value=0.5,
         rule=Rule("<=", 0.1, partial=0.2),
         null=Null(arm="the same fit on SGD's run (no sign: drift K): |SGD exponent - 0.5|"),
@@ -142,14 +144,15 @@ CLAIMS = (
         statement="Effective learning rate: signSGD's effective step lr phi(P) grows as the "
         "risk falls.",
         where="Effective learning rate effect",
-        metric="Spearman correlation of the measured effective lr (Monte Carlo sign-gradient at "
-        "6 iterates along the run) with the risk, worst of Gaussian and Cauchy noise, per seed",
+        metric="Spearman correlation of the measured effective lr (Monte Carlo sign-gradient, "
+        "{{phi_samples}} samples, at 6 iterates along the run) with the risk, worst of Gaussian "
+        "and Cauchy noise, per seed",
         paper_value="increasing as risk decreases",
         rule=Rule("<=", -0.9, partial=-0.5),
         null=Null(
             arm="SGD's gradient (no sign) at the same iterates: Monte Carlo mean of "
-            "(<x,r> - eps) x projected on its drift K r (2,000 samples per iterate), same "
-            "Spearman correlation"
+            "(<x,r> - eps) x projected on its drift K r ({{sgd_samples}} samples per "
+            "iterate), same Spearman correlation"
         ),
         gate=Gate(
             "the risk falls along the run: min over seeds and noises of P(t=0) / P(end)",
@@ -186,7 +189,8 @@ CLAIMS = (
         where="Gradient noise reshaping effect",
         metric="max relative Frobenius error of the Monte Carlo UNCENTRED second moment "
         "E[g g^T] of the sign-gradient vs K_sigma over {start, end of a run} x {Gaussian, "
-        "Cauchy}, correlated K, d = 50, per seed; the Monte Carlo floor is reported beside it "
+        "Cauchy}, correlated K, d = {{cov_d}}, {{cov_samples}} samples, per seed; the Monte Carlo "
+        "floor is reported beside it "
         "(metric changed after a run: it was the centred covariance, see the README)",
         paper_value="exact",
         rule=Rule("<=", 0.05, partial=0.10),
@@ -226,9 +230,9 @@ CLAIMS = (
         "homogenized Adam ODE (drift phi_A D^{-1/2} K r, phi_A and noise by Monte Carlo over "
         "resampled histories) for beta2 in {0, 0.5, 0.9, 0.99} x beta1 in {0, 0.9}",
         where="Conclusion (Adam conjecture), as reconstructed here",
-        metric="sup over t in [0, 6] of |mean simulated risk / ODE - 1|, one value per "
+        metric="sup over t in [0, {{t_main}}] of |mean simulated risk / ODE - 1|, one value per "
         "(beta1, beta2) except (0.9, 0) (no ODE: E[1/|g|] = inf), diagonal K, Gaussian noise "
-        "std 0.5, lr 0.3, d = 1000 (full: 2000)",
+        "std 0.5, lr 0.3, d = {{adam_d_large}}",
         paper_value="reconstruction",
         rule=Rule("<=", 0.05, partial=0.10),
         kind="control",
@@ -239,7 +243,7 @@ CLAIMS = (
         "doubles.",
         where="Conclusion (Adam conjecture), as reconstructed here",
         metric="err(2d) / err(d) per (beta1, beta2) as in adam_ode_matches, err = per-seed sup "
-        "relative error averaged over seeds; d = 500 -> 1000 (full: 1000 -> 2000); about 0.71 "
+        "relative error averaged over seeds; d = {{adam_d_small}} -> {{adam_d_large}}; about 0.71 "
         "if err ~ d^-1/2",
         paper_value="reconstruction",
         rule=Rule("<=", 0.85, partial=1.0),
@@ -251,8 +255,8 @@ CLAIMS = (
         "decaying at a rate proportional to lambda_i^{1/2}, for every (beta1, beta2).",
         where="Conclusion (Adam conjecture), as reconstructed here",
         metric="|fitted exponent - 0.5| averaged over seeds, one value per (beta1, beta2) of the "
-        "sweep except (0.9, 0) (no ODE), measured as precond_exponent_signsgd at t = 3 at the "
-        "larger d",
+        "sweep except (0.9, 0) (no ODE), measured as precond_exponent_signsgd at t = {{t_decay}} "
+        "at the larger d = {{adam_d_large}}",
         paper_value="reconstruction: 0.5",
         rule=Rule("<=", 0.1, partial=0.2),
         kind="control",
@@ -263,7 +267,7 @@ CLAIMS = (
         "Adam ODE, whose phi_A is tabulated by Monte Carlo over a grid of risks.",
         where="Conclusion (Adam conjecture), as reconstructed here",
         metric="as adam_ode_matches, Cauchy noise scale 0.5, beta1 = 0, beta2 in {0, 0.5, 0.9, "
-        "0.99}, one value per beta2",
+        "0.99}, one value per beta2, d = {{adam_d_large}}",
         paper_value="reconstruction",
         rule=Rule("<=", 0.05, partial=0.10),
         kind="control",
@@ -274,7 +278,8 @@ CLAIMS = (
         "(phi_A -> 1/sqrt(2P + E eps^2) = 0 for Cauchy noise).",
         where="Conclusion (Adam conjecture), as reconstructed here",
         metric="Spearman correlation between beta2 in {0, 0.5, 0.9, 0.99} and the simulated "
-        "final-risk ratio Cauchy / Gaussian (beta1 = 0, t = 6, seed means, larger d)",
+        "final-risk ratio Cauchy / Gaussian (beta1 = 0, t = {{t_main}}, seed means, larger d = "
+        "{{adam_d_large}})",
         paper_value="reconstruction: increasing",
         rule=Rule(">=", 0.99, partial=0.5),
         kind="control",
@@ -317,6 +322,31 @@ CONFIGS = {
         (12, 25, 50, 100, 200, 400), (1000, 2000), 8000,
     ),
 }  # fmt: skip
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    cfg = CONFIGS[budget]
+    first, last = cfg.scaling_ds[0], cfg.scaling_ds[-1]  # ode_error_shrinks: last d / first d
+    return {
+        "d_diag": cfg.d_diag,
+        "d_dense": cfg.d_dense,
+        "t_main": f"{cfg.t_main:g}",
+        "t_decay": f"{cfg.t_decay:g}",
+        "d_heavy": cfg.d_heavy,
+        "t_heavy": f"{cfg.t_heavy:g}",
+        "d_scaling_first": first,
+        "d_scaling_last": last,
+        "shrink_expected": f"{math.sqrt(first / last):.2g}",
+        "phi_samples": cfg.phi_samples,
+        "sgd_samples": cfg.phi_samples // 10,  # the null arm's Monte Carlo size in reproduce
+        "cov_d": cfg.cov_d,
+        "cov_samples": cfg.cov_samples,
+        "adam_d_small": cfg.adam_ds[0],
+        "adam_d_large": cfg.adam_ds[1],
+    }
+
+
 ADAM_BETAS = tuple((b1, b2) for b1 in (0.0, 0.9) for b2 in (0.0, 0.5, 0.9, 0.99))
 """The sweep of the issue; (0.9, 0) has no ODE in the reconstruction (E[1/|g|] is infinite), so it
 is simulated and reported in a note but left out of the ODE comparisons (fixed before running)."""
