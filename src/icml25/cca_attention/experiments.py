@@ -60,12 +60,24 @@ visible: causal attention through the same blocks), the speed claims' null arm."
 
 
 # ----------------------------------------------------------------------------- (a), (b)
+def needle_far(length: int) -> int:
+    """The ``MARK`` of a needle sequence of ``length`` tokens sits at a position in
+    ``1 .. needle_far(length) - 1``."""
+    return max(2, length - max(96, length // 3))
+
+
+def needle_min_distance(length: int) -> int:
+    """The fewest tokens between a needle's value ``v`` and the final ``QUERY`` (94 at 128
+    and 256 tokens; fewer in shorter sequences, where the mark sits at position 1)."""
+    return length - needle_far(length) - 2
+
+
 def needle_batch(n: int, length: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` sequences with ``MARK v`` at least ``min(94, length // 3)`` tokens before the
+    """``n`` sequences with ``MARK v`` at least :func:`needle_min_distance` tokens before the
     final ``QUERY``; targets ``v``."""
     ids = torch.randint(0, FILLER, (n, length), generator=gen)
     vals = torch.randint(FILLER, FILLER + VALUES, (n,), generator=gen)
-    far = max(2, length - max(96, length // 3))
+    far = needle_far(length)
     pos = torch.randint(1, far, (n,), generator=gen)
     ids[torch.arange(n), pos] = MARK
     ids[torch.arange(n), pos + 1] = vals

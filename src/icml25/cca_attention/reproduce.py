@@ -85,6 +85,7 @@ from icml25.cca_attention.experiments import (  # noqa: F401 - re-exported for u
     load_lm,
     module_tokens,
     needle_batch,
+    needle_min_distance,
     perplexity,
     set_arm,
     token_nlls,
@@ -117,8 +118,8 @@ CLAIMS = (
         statement="CCA keeps long-range information: it solves a retrieval task that needs "
         "context far beyond its local window.",
         where="Sec. 5 (long-context modelling); brief's pass (full ~ CCA >= 0.9)",
-        metric="needle accuracy of the CCA model (distance >= 94, window 32); bootstrap over "
-        "test sequences",
+        metric="needle accuracy of the CCA model (sequences of {{length}} tokens, distance >= "
+        "{{distance}}, window 32); bootstrap over {{test_items}} held-out test sequences",
         paper_value=">= 0.9 (brief)",
         rule=Rule(">=", 0.9, partial=0.5),
         null=Null(arm="the local window of s = 32 alone (CCA without its core tokens)"),
@@ -159,7 +160,8 @@ CLAIMS = (
         id="plug_and_play",
         statement="CCA replaces the attention of a trained model with little fine-tuning.",
         where="Abstract (plug-and-play, minimal fine-tuning); brief's pass (>= 90%)",
-        metric="accuracy after swapping in CCA and a short fine-tune / full attention's",
+        metric="accuracy after swapping in CCA and a short fine-tune ({{finetune_steps}} "
+        "steps) / full attention's",
         paper_value=">= 0.9 (brief)",
         rule=Rule(">=", 0.9, partial=0.7),
         null=Null(
@@ -174,9 +176,10 @@ CLAIMS = (
         "attention's (the paper reports task scores: LongBench-E 21.86 vs 22.11, a ratio of "
         "0.99, after 1,000 fine-tuning steps of 7-8B models; it reports no perplexity ratio).",
         where="Abstract (plug-and-play, minimal fine-tuning); LongBench: CCA 21.86 vs 22.11",
-        metric="perplexity ratio: SmolLM2-135M perplexity with CCA / with full attention, both "
-        "after the same fine-tune, at the longest context of the budget (positions >= s); "
-        "bootstrap over blocks of 64 tokens",
+        metric="perplexity ratio: {{lm_model}} perplexity with CCA / with full attention, both "
+        "after the same fine-tune ({{lm_steps}} updates of {{lm_tokens}} tokens), at the "
+        "longest context of the budget (L = {{lm_length}}, positions >= s); bootstrap over "
+        "blocks of 64 tokens",
         paper_value="LongBench score ratio 0.99 (no perplexity ratio reported)",
         rule=Rule("<=", 1.1, partial=1.3),
         null=LM_NULL,
@@ -191,7 +194,7 @@ CLAIMS = (
         statement="A short fine-tune recovers most of what swapping in CCA costs a pretrained LM.",
         where="Abstract (replaces self-attention in existing LLMs with minimal fine-tuning)",
         metric="log-perplexity gap (CCA - full) after the fine-tune / the gap before it, "
-        "longest context; bootstrap over blocks of 64 tokens",
+        "longest context (L = {{lm_length}}); bootstrap over blocks of 64 tokens",
         paper_value="small (1,000 fine-tuning steps for 7B models)",
         rule=Rule("<=", 0.5, partial=0.8),
         null=LM_NULL,
@@ -201,7 +204,7 @@ CLAIMS = (
         statement="CCA is several times faster than full attention on long contexts.",
         where="Table (3.5x first-token speed-up at 32K, 5.7x at 64K)",
         metric="SDPA time / CCA time, forward pass, CPU time on one thread, at the longest "
-        "length of the budget; t over three timed runs",
+        "length of the budget (L = {{speed_length}}); t over {{timed_runs}} timed runs",
         paper_value="3.5 (32K, GPU)",
         rule=Rule(">=", 3.0, partial=1.5),
         null=SPEED_NULL,
@@ -210,8 +213,8 @@ CLAIMS = (
         id="speedup_grows",
         statement="The speed-up grows with the context length.",
         where="Latency vs length figure",
-        metric="fraction of adjacent lengths whose speed-up increases (per timed run; t over "
-        "the runs)",
+        metric="fraction of adjacent lengths (L = {{speed_lengths}}) whose speed-up increases "
+        "(per timed run; t over the {{timed_runs}} runs)",
         paper_value="1",
         rule=Rule(">=", 1.0, partial=0.5),
         null=SPEED_NULL,
@@ -221,7 +224,8 @@ CLAIMS = (
         statement="One CCA forward pass needs no more memory than PyTorch's fused SDPA.",
         where="Issue 38's goal (the paper reports total GPU memory, see decoding_memory)",
         metric="peak resident-memory growth of one forward pass, CCA / SDPA, at the longest "
-        "length of the budget (per timed run; t over the runs)",
+        "length of the budget (L = {{speed_length}}; per timed run, t over the {{timed_runs}} "
+        "runs)",
         paper_value="<= 1 (goal)",
         rule=Rule("<=", 1.0, partial=1.5),
         kind="control",
@@ -231,8 +235,9 @@ CLAIMS = (
         statement="CCA needs much less memory than full attention for a long context: the "
         "KV cache keeps only the window and one core token per group.",
         where="Table (19.12 vs 35.58 GB at 32K, -46%, LLaMA2-7B; most of the gap is KV cache)",
-        metric="SmolLM2 decoding memory after a prefill (KV cache + core tokens), CCA / full, "
-        "at the longest length of the budget (a byte count: exact)",
+        metric="{{lm_model}} decoding memory after a prefill (KV cache + core tokens), CCA / full, "
+        "at the longest length of the budget (a prefill of {{kv_length}} tokens; a byte "
+        "count: exact)",
         paper_value="0.54 (total GPU memory)",
         rule=Rule("<=", 0.54, partial=0.8),
         null=Null(
@@ -292,6 +297,31 @@ BUDGETS = {
         recipe=Recipe(warmup=FULL_LM_WARMUP),
     ),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (issue 56): the claims read the
+    last of each length list (``v[-1]``, ``cost[...][-1]``, ``memory[...][-1]``)."""
+    b = BUDGETS[budget]
+    return {
+        # tiny runs (c) on core.llm.tiny_llama (pretrained_lm's load_lm(tiny))
+        "lm_model": "tiny_llama (random weights; tiny budget)"
+        if budget == "tiny"
+        else "SmolLM2-135M",
+        "length": b.length,
+        "distance": needle_min_distance(b.length),
+        "test_items": b.test_items,
+        "finetune_steps": b.finetune_steps,
+        "lm_steps": b.lm_steps,
+        "lm_tokens": b.lm_window
+        if b.recipe.accumulate == 1
+        else f"{b.recipe.accumulate} x {b.lm_window:,}",
+        "lm_length": b.lm_lengths[-1],
+        "speed_length": b.speed_lengths[-1],
+        "speed_lengths": "/".join(f"{n:,}" for n in b.speed_lengths),
+        "timed_runs": b.speed_repeats - 1,
+        "kv_length": b.kv_lengths[-1],
+    }
 
 
 def _ratio(rows: np.ndarray) -> float:

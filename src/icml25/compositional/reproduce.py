@@ -99,8 +99,8 @@ def _r2_claims(which: str) -> tuple[Claim, ...]:
             kind=kind,
             statement="Higher coverage produces more linearly factored representations." + note,
             where="Abstract; Sec. 4",
-            metric=f"Spearman correlation of k with the {what}, over k at the smaller N, per seed "
-            "(a monotone rise is 1)",
+            metric=f"Spearman correlation of k with the {what}, over k = {{{{ks}}}} at the "
+            "smaller N = {{n_small}}, per seed (a monotone rise is 1)",
             paper_value="rises with coverage",
             rule=Rule(">=", 0.6, partial=0.2),
             null=Null(arm=PLACEBO),
@@ -116,7 +116,8 @@ def _r2_claims(which: str) -> tuple[Claim, ...]:
             "generalisation." + note,
             where="Sec. 4 (structure vs coverage)",
             metric=f"Spearman correlation of the {what} with joint unseen accuracy, over the runs "
-            "of the k axis (k at N, k = 5 at 4N), all seeds; bootstrap over runs",
+            "of the k axis (k = {{ks}} at N = {{n_small}}, k = 5 at {{scale}}N = {{n_large}}), "
+            "all seeds; bootstrap over runs",
             paper_value="R^2 and OOD accuracy rise together",
             rule=Rule(">=", 0.6, partial=0.3),
             null=Null(
@@ -138,30 +139,32 @@ CLAIMS: tuple[Claim, ...] = (
         "accuracy on unseen combinations rises with the number k of seen combinations per "
         "value.",
         where="Abstract; Sec. 4 (Fig. 3)",
-        metric="joint unseen-combination accuracy, k=5 minus k=1, at the smaller N, points "
-        "(item x colour, n=10, trained from scratch)",
+        metric="joint unseen-combination accuracy, k=5 minus k=1, at the smaller N = "
+        "{{n_small}} images, points (item x colour, n=10, trained from scratch, {{steps}} "
+        "steps)",
         paper_value="near chance at low coverage -> >90% at high coverage",
         rule=Rule(">=", 20.0, partial=10.0),
         null=Null(arm=PLACEBO),
         gate=Gate(
-            f"the model learns its training combinations: seen joint accuracy, k=5 at N "
-            f"(>= {SEEN_GATE})",
+            f"the model learns its training combinations: seen joint accuracy, k=5 at N = "
+            f"{{{{n_small}}}} (>= {SEEN_GATE})",
             Rule(">=", SEEN_GATE),
         ),
     ),
     Claim(
         id=f"{S}_scale_flat",
         statement="Scaling data without adding combinations barely changes unseen-combination "
-        "accuracy: 4x more images change it by less than half of what diversity does.",
+        "accuracy: {{scale}}x more images change it by less than half of what diversity does.",
         where="Sec. 4 (scale vs diversity)",
-        metric="0.5 x (acc(k=5, N) - acc(k=1, N)) - |acc(k=5, 4N) - acc(k=5, N)|, joint unseen "
-        "accuracy, points: >= 0 when the 4x scale-up moves accuracy by less than half the "
-        "diversity gain (measured at k=5, where accuracy is off the floor)",
+        metric="0.5 x (acc(k=5, N) - acc(k=1, N)) - |acc(k=5, {{scale}}N) - acc(k=5, N)|, N = "
+        "{{n_small}} and {{scale}}N = {{n_large}} images, joint unseen accuracy, points: >= 0 "
+        "when the {{scale}}x scale-up moves accuracy by less than half the diversity gain "
+        "(measured at k=5, where accuracy is off the floor)",
         paper_value="barely changes",
         rule=Rule(">=", 0.0),
         null=Null(
             arm="the same comparison for a change that adds combinations (k = 1 -> 5 at N) "
-            "in place of the 4x scale-up"
+            "in place of the {{scale}}x scale-up"
         ),
         gate=Gate(
             "accuracy off the floor: diversity gain k=1 -> 5 at N, points (>= 10)",
@@ -173,8 +176,8 @@ CLAIMS: tuple[Claim, ...] = (
         statement="With k = 2 combinations per value, accuracy on unseen combinations rises "
         "as the number of values per concept n grows (n = 4, 6, 10).",
         where="Sec. 4 (Fig. 2: from-scratch models, n grows at k = 2)",
-        metric="joint unseen-combination accuracy at n=10 minus at n=4, k=2, N images, points "
-        "(raw accuracy: chance falls from 6.25 to 1 point, against the claim)",
+        metric="joint unseen-combination accuracy at n=10 minus at n=4, k=2, N = {{n_small}} "
+        "images, points (raw accuracy: chance falls from 6.25 to 1 point, against the claim)",
         paper_value="rises with n",
         rule=Rule(">=", 10.0, partial=5.0),
         null=Null(arm="the same difference at k = 1 (no combination to compose from)"),
@@ -189,12 +192,13 @@ CLAIMS: tuple[Claim, ...] = (
         statement="At high coverage, accuracy on unseen combinations approaches that on seen "
         "combinations (the paper: OOD > 90% at high coverage).",
         where="Sec. 4 (third-party note; approximate)",
-        metric="joint accuracy, unseen / seen combinations (held-out test images), k=5 at 4N",
+        metric="joint accuracy, unseen / seen combinations (held-out test images, "
+        "{{eval_per_combo}} per combination), k=5 at {{scale}}N = {{n_large}} images",
         paper_value="> 0.9 (OOD > 90% on synthetic data with ~100% ID accuracy)",
         rule=Rule(">=", 0.9, partial=0.75),
         null=Null(arm="k = 1 (no coverage) at N: unseen / seen"),
         gate=Gate(
-            f"the model learns: seen joint accuracy, k=5 at 4N (>= {SEEN_GATE})",
+            f"the model learns: seen joint accuracy, k=5 at {{{{scale}}}}N (>= {SEEN_GATE})",
             Rule(">=", SEEN_GATE),
         ),
     ),
@@ -245,8 +249,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         id="text_encoder_above_chance",
         statement="A pretrained encoder is above chance on unseen combinations (our control: "
-        "a text stand-in for Sec. 5, the offline all-MiniLM-L6-v2 on 'colour x object' "
-        "sentences).",
+        "a text stand-in for Sec. 5, {{text_encoder}} on 'colour x object' sentences).",
         where="Control (Sec. 5 analogue, not in the paper)",
         metric="linear probes trained on S_2 (n=10): mean per-concept accuracy on unseen "
         "combinations (chance 0.1)",
@@ -276,6 +279,22 @@ BUDGETS = {
     "quick": Budget((1, 2, 3, 5), 1000, 4, 400, 64, 20, 20, "minilm", 3),
     "full": Budget((1, 2, 3, 5, 7), 1000, 4, 800, 64, 40, 40, "minilm", 5),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (issue 56)."""
+    b = BUDGETS[budget]
+    return {
+        "ks": ", ".join(str(k) for k in b.ks),
+        "n_small": b.n_small,
+        "n_large": b.n_small * b.scale,
+        "scale": b.scale,
+        "steps": b.steps,
+        "eval_per_combo": b.eval_per_combo,
+        "text_encoder": "the offline all-MiniLM-L6-v2"
+        if b.text_model == "minilm"
+        else "a tiny random word-embedding encoder (the tiny budget's; not pretrained)",
+    }
 
 
 def _seeds(ctx: RunContext, b: Budget) -> list[int]:

@@ -168,7 +168,8 @@ CLAIMS = (
         statement="FedGVI converges in few rounds.",
         where="Fixed-point analysis; brief: within 20 rounds",
         metric="largest number of rounds until the global mean moves <= 1e-6, over methods, "
-        "priors and data sets (eps = 0.2); 31 = not within the 30-round limit",
+        "priors and data sets (eps = 0.2); {{round_cap}} = not within the "
+        "{{location_rounds}}-round limit",
         paper_value="<= 20",
         rule=Rule("<=", 20, partial=30),
         null=Null(
@@ -271,8 +272,8 @@ CLAIMS = (
         rule=Rule(">=", 0.0, partial=-1.0),
         null=Null(
             arm="FedAvg given the Bayesian arms' local training (Adam to early stopping with "
-            "the same patience and epoch cap) - FedAvg: the training budget without a "
-            "posterior"
+            "the same patience, {{bnn_patience}} epochs, and epoch cap, {{bnn_epochs}}) - "
+            "FedAvg: the training budget without a posterior"
         ),
     ),
     Claim(
@@ -311,8 +312,7 @@ CLAIMS = (
         statement="Control: the BNN's local problems run to convergence (early stopping, as "
         "the official code), not to an epoch cap.",
         where="added check",
-        metric="share of local problems ended by early stopping, mean over the three arms "
-        "PVI, GCE (0.5) + AR and its sum-S ablation (those run)",
+        metric="share of local problems ended by early stopping, mean over {{control_arms}}",
         paper_value=None,
         rule=Rule(">=", 0.9, partial=0.5),
         kind="control",
@@ -366,6 +366,21 @@ CLAIM_CELLS = {
     (0.0, BROAD): ("PVI",),
     (0.2, WRONG): ("PVI", "FedGVI-IMQ+AR", "null IMQ c=1e6+AR 1.001"),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (issue 56)."""
+    b = BUDGETS[budget]
+    return {
+        "location_rounds": b.location_rounds,
+        "round_cap": b.location_rounds + 1,  # as run_location counts a run that did not stop
+        "bnn_patience": b.bnn_patience,
+        "bnn_epochs": b.bnn_epochs,
+        # bnn_local_converged averages BNN_CONTROL_ARMS, those run (the ablation only if run)
+        "control_arms": "the three arms PVI, GCE (0.5) + AR and its sum-S ablation"
+        if b.bnn_ablation
+        else "the two arms run, PVI and GCE (0.5) + AR (this budget skips the sum-S ablation)",
+    }
 
 
 def run_seeds(ctx: RunContext, want: int) -> list[int]:

@@ -63,8 +63,9 @@ def _component_claim(cid: str, name: str, without: str) -> Claim:
         statement=f"The {name} raises function match: the full agent localizes more bugs than "
         f"the full agent without it, at the same search budget.",
         where="Sec. 5 ablation (each component removed from the full agent)",
-        metric=f"function match (points), full minus {without}, paired over the same bugs, "
-        "10 searches, ReadingPolicy judge; bootstrap over bugs",
+        metric=f"function match (points), full minus {without}, paired over the same bugs "
+        "({{n_bugs}} asked for), {{max_steps}} searches, ReadingPolicy judge; bootstrap over "
+        "bugs",
         rule=Rule(">", 0.0),
         paper_value="each component raises function match",
         null=Null(arm=f"the same difference with a {BLIND}"),
@@ -82,8 +83,8 @@ CLAIMS: tuple[Claim, ...] = (
         id="ablations_lower",
         statement="Removing any one component lowers the function match.",
         where="Sec. 5 ablation; brief's rule (>= 2 of 3)",
-        metric="number of single-component ablations whose function match is below full "
-        "(bootstrap over bugs of the count of mean differences > 0)",
+        metric="number of single-component ablations whose function match is below full, "
+        "{{max_steps}} searches (bootstrap over bugs of the count of mean differences > 0)",
         rule=Rule(">=", 2.0, partial=1.0),
         paper_value="3 of 3",
         null=Null(arm=f"the same count with a {BLIND}"),
@@ -96,7 +97,7 @@ CLAIMS: tuple[Claim, ...] = (
         "how well the judge concludes).",
         where="Sec. 3-4 (what the components are for); issue 51's judge-independent measure",
         metric="gold function shown in the final context (points), full minus FIFO, paired "
-        "over bugs, 10 searches; bootstrap over bugs",
+        "over bugs ({{n_bugs}} asked for), {{max_steps}} searches; bootstrap over bugs",
         rule=Rule(">", 0.0),
         paper_value="components focus the context on the bug",
         null=Null(arm=f"the same difference with a {BLIND}"),
@@ -118,7 +119,8 @@ CLAIMS: tuple[Claim, ...] = (
         statement="(control) The brief's bar: full minus FIFO function match >= 10 points (the "
         "paper has no all-off arm; restated as the component claims above).",
         where="brief's rule, kept as a control (issue 51)",
-        metric="function match (points), full minus FIFO, paired; bootstrap over bugs",
+        metric="function match (points), full minus FIFO, paired, {{max_steps}} searches; "
+        "bootstrap over bugs",
         rule=Rule(">=", 10.0, partial=3.0),
         kind="control",
     ),
@@ -156,8 +158,8 @@ CLAIMS: tuple[Claim, ...] = (
         id="gain_at_noise_2",
         statement="(control) The full agent's gain over FIFO with a much noisier judge.",
         where="issue 30: how the gain changes as the scorer gets noisier",
-        metric="full - FIFO function match (points) with noise sd 2 on every score's logit; "
-        "bootstrap over bugs (stratified by noise seed)",
+        metric="full - FIFO function match (points) with noise sd 2 on every score's logit, "
+        "{{noise_seeds}}; bootstrap over bugs (stratified by noise seed)",
         rule=Rule(">", 0.0),
         kind="control",
     ),
@@ -174,7 +176,7 @@ CLAIMS: tuple[Claim, ...] = (
         id="bugs_kept",
         statement="(control) The benchmark has 150+ bugs, each failing its reproducer.",
         where="brief: 150-300 bugs",
-        metric="bugs generated (tiny uses few)",
+        metric="bugs generated, of {{n_bugs}} asked for ({{modules}})",
         rule=Rule(">=", 150.0),
         kind="control",
     ),
@@ -197,6 +199,22 @@ CONFIGS: dict[str, Config] = {
     "quick": Config(160, 10, (20, 40), 80, (), 1),
     "full": Config(330, 10, (20, 40), 330, (0.5, 1.0, 4.0), 3),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (issue 56). The bugs are those
+    asked for: :func:`make_benchmark` may keep fewer (the count is ``bugs_kept``)."""
+    cfg = CONFIGS[budget]
+    return {
+        "n_bugs": cfg.n_bugs,
+        "max_steps": cfg.max_steps,
+        "noise_seeds": "one noise seed"
+        if cfg.noise_seeds == 1
+        else f"up to {cfg.noise_seeds} noise seeds (the run's first)",
+        "modules": "every module of the benchmark"
+        if cfg.modules is None
+        else f"{len(cfg.modules)} modules only: " + ", ".join(cfg.modules),
+    }
 
 
 class OracleReading(ReadingPolicy):

@@ -141,8 +141,8 @@ CLAIMS = (
         statement="As clients hold more classes (less heterogeneity), the best personalization "
         "degree moves from local training toward FedAvg (logistic regression).",
         where="MNIST non-IID experiments, accuracy against classes per client c = 2 ... 10",
-        metric="Spearman correlation between c and the best arm's position on the axis local < "
-        "lambda 1e-4 < ... < 2.5 < FedAvg (ties: mean position), per seed",
+        metric="Spearman correlation between c (c = {{lr_classes}}) and the best arm's position "
+        "on the axis local < lambda 1e-4 < ... < 2.5 < FedAvg (ties: mean position), per seed",
         paper_value="> 0 (local best at c = 2, FedAvg-like at c = 10)",
         rule=Rule(">=", 0.7, partial=0.4),
         null=Null(arm=NO_PULL_NULL),
@@ -152,7 +152,8 @@ CLAIMS = (
         id="image_cnn_best_lambda_moves_with_c",
         statement="The same holds for a non-convex CNN.",
         where="MNIST CNN experiments (the non-convex check)",
-        metric="as for logistic regression, on the CNN's c values and lambda axis",
+        metric="as for logistic regression, on the CNN's c values (c = {{cnn_classes}}) and "
+        "lambda axis",
         paper_value="> 0",
         rule=Rule(">=", 0.7, partial=0.4),
         null=Null(arm=NO_PULL_NULL),
@@ -163,9 +164,10 @@ CLAIMS = (
         statement="On real non-IID data an intermediate lambda beats local training and "
         "FedAvg (logistic regression).",
         where="MNIST non-IID experiments",
-        metric="mean over c of (best fixed FedCLUP lambda's personalized accuracy - max(local, "
-        "FedAvg)), points. Lambda = 1e-4 ties local training (0 where local wins), so "
-        "only a visible gain (>= 0.5) passes; the best of the grid is biased up by selection",
+        metric="mean over c (c = {{lr_classes}}) of (best fixed FedCLUP lambda's personalized "
+        "accuracy - max(local, FedAvg)), points. Lambda = 1e-4 ties local training (0 where "
+        "local wins), so only a visible gain (>= 0.5) passes; the best of the grid is biased "
+        "up by selection",
         paper_value="> 0",
         rule=Rule(">=", 0.5, partial=0.0),
         null=Null(arm=NO_PULL_NULL),
@@ -175,7 +177,8 @@ CLAIMS = (
         id="image_cnn_interior",
         statement="The trade-off also holds for a non-convex CNN.",
         where="MNIST CNN experiments (the non-convex check)",
-        metric="as for logistic regression, on the CNN's c values and lambda grid, points",
+        metric="as for logistic regression, on the CNN's c values (c = {{cnn_classes}}) and "
+        "lambda grid, points",
         paper_value="> 0",
         rule=Rule(">=", 0.5, partial=0.0),
         null=Null(arm=NO_PULL_NULL),
@@ -183,10 +186,10 @@ CLAIMS = (
     ),
     Claim(
         id="image_ends_cross",
-        statement="Local training beats FedAvg at c = 2 and FedAvg beats local training at "
-        "c = 10 (logistic regression): the sweep spans both regimes.",
+        statement="Local training beats FedAvg at c = {{c_min}} and FedAvg beats local training "
+        "at c = {{c_max}} (logistic regression): the sweep spans both regimes.",
         where="Check added here",
-        metric="min(local - FedAvg at c = min, FedAvg - local at c = max), points",
+        metric="min(local - FedAvg at c = {{c_min}}, FedAvg - local at c = {{c_max}}), points",
         paper_value="> 0",
         rule=Rule(">=", 0.0),
         kind="control",
@@ -196,8 +199,8 @@ CLAIMS = (
         statement="The CNN is trained well enough to beat logistic regression under local "
         "training.",
         where="Check added here (the issue's condition for the non-convex check)",
-        metric="mean over the CNN's c values of local CNN - local logistic regression "
-        "accuracy, points (same clients and splits)",
+        metric="mean over the CNN's c values (c = {{cnn_classes}}) of local CNN - local "
+        "logistic regression accuracy, points (same clients and splits)",
         paper_value="> 0",
         rule=Rule(">=", 0.0, partial=-1.0),
         kind="control",
@@ -206,8 +209,8 @@ CLAIMS = (
         id="image_adaptive_lambda",
         statement="The code's adaptive lambda is close to the best arm on images.",
         where="Check added here (official adaptive rule, R estimated halfway through training)",
-        metric="mean over c of adaptive arm's accuracy - best arm's accuracy (logistic "
-        "regression), points",
+        metric="mean over c (c = {{lr_classes}}) of adaptive arm's accuracy - best arm's "
+        "accuracy (logistic regression), points",
         paper_value="~0",
         rule=Rule(">=", -1.0, partial=-3.0),
         kind="control",
@@ -247,6 +250,23 @@ BUDGETS = {
     "quick": Budget(10, (2, 6, 10), 10, 1, (2, 10), 10, 1),
     "full": Budget(40, tuple(range(2, 11)), 20, 5, (2, 6, 10), 20, 5),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them (issue 56)."""
+    b = BUDGETS[budget]
+
+    def values(cs: tuple[int, ...]) -> str:
+        if len(cs) > 3 and list(cs) == list(range(cs[0], cs[-1] + 1)):
+            return f"{cs[0]} ... {cs[-1]}"
+        return ", ".join(str(c) for c in cs)
+
+    return {
+        "lr_classes": values(b.lr_classes),
+        "cnn_classes": values(b.cnn_classes),
+        "c_min": min(b.lr_classes),
+        "c_max": max(b.lr_classes),
+    }
 
 
 # ------------------------------------------------------------------------------------ synthetic
