@@ -46,7 +46,8 @@ CLAIMS = (
         statement="The generator beats copying the retrieved enzymes in catalytic activity on "
         "held-out substrates.",
         where="Table 3 (kcat: SENZ 0.380 vs retrieved enzymes 0.351)",
-        metric=f"mean over held-out substrates of activity(full) - activity(copy top-1), in {SD}",
+        metric="mean over the {{n_test}} held-out substrates of activity(full) - activity(copy "
+        f"top-1), in {SD}",
         paper_value="+0.029 log10 kcat",
         rule=Rule(">=", 0.5, partial=0.0),
         null=Null(arm=RANDOM_ENZYME + " (random enzyme - copy)"),
@@ -56,7 +57,8 @@ CLAIMS = (
         id="full_vs_copy_ci",
         statement="...with a bootstrap 95% CI above 0 (brief's pass rule).",
         where="Table 3 / brief",
-        metric=f"2.5% bootstrap quantile (over substrates) of full - copy, in {SD}",
+        metric="2.5% bootstrap quantile (over the {{n_test}} held-out substrates) of full - copy, "
+        f"in {SD}",
         paper_value="-",
         rule=Rule(">", 0.0),
         null=Null(arm=RANDOM_ENZYME + " (its 2.5% quantile against copy)"),
@@ -165,26 +167,26 @@ CLAIMS = (
         id="sweep_more_activity",
         statement="More retrieved enzymes give higher activity.",
         where="Fig. 2a",
-        metric=f"mean activity(d=d_max) - activity(d=1), in {SD}",
+        metric="mean activity(d={{d_max}}, the largest depth) - activity(d=1), in " + SD,
         paper_value="increasing",
         rule=Rule(">", 0.0),
-        null=Null(arm="random rows at both depths (random d_max - random d=1)"),
+        null=Null(arm="random rows at both depths (random d={{d_max}} - random d=1)"),
         gate=Gate(
             "pooling more retrieved rows can help: activity of the column consensus of the "
-            "d_max retrieved rows minus copy top-1, in SD (claim's rule)"
+            "{{d_max}} retrieved rows minus copy top-1, in SD (claim's rule)"
         ),
     ),
     Claim(
         id="sweep_less_foldable",
         statement="More retrieved enzymes give lower foldability (pLDDT).",
         where="Fig. 2b",
-        metric="mean foldability(d=d_max) - foldability(d=1)",
+        metric="mean foldability(d={{d_max}}, the largest depth) - foldability(d=1)",
         paper_value="decreasing",
         rule=Rule("<", 0.0),
-        null=Null(arm="random rows at both depths (random d_max - random d=1)"),
+        null=Null(arm="random rows at both depths (random d={{d_max}} - random d=1)"),
         gate=Gate(
-            "the benchmark has the mechanism: foldability of the column consensus of the d_max "
-            "retrieved rows minus copy top-1 (claim's rule)"
+            "the benchmark has the mechanism: foldability of the column consensus of the "
+            "{{d_max}} retrieved rows minus copy top-1 (claim's rule)"
         ),
     ),
     Claim(
@@ -257,6 +259,12 @@ CONFIGS = {
 LR = 5e-3
 NULL_MOL_PROB = 0.1
 BOOT = 2000
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    cfg = CONFIGS[budget]
+    return {"n_test": cfg.n_test, "d_max": max(cfg.depths)}
 
 
 def _per_target(values: np.ndarray, n_targets: int, samples: int) -> np.ndarray:

@@ -63,7 +63,7 @@ CLAIMS = (
         "of the metric code).",
         where="Table (video understanding), Random row",
         metric="|judgement accuracy (all items) of uniform yes/no replies - 50| in points, "
-        "mean over 20 draws on the generated test set; t over seeds",
+        "mean over 20 draws on the {{n_test}} generated test clips; t over seeds",
         paper_value=50.0,
         rule=Rule("<=", 3.0, partial=6.0),
     ),
@@ -73,7 +73,8 @@ CLAIMS = (
         statement="A random predictor scores 20% on multiple choice (the paper's Random row; a "
         "check of the metric code).",
         where="Table (video understanding), Random row",
-        metric="|MCQA accuracy of uniform A-E replies - 20| in points, mean over 20 draws; t "
+        metric="|MCQA accuracy of uniform A-E replies - 20| in points, mean over 20 draws on "
+        "the MCQA items (the impossible clips among the {{n_test}} generated test clips); t "
         "over seeds",
         paper_value=20.0,
         rule=Rule("<=", 3.0, partial=6.0),
@@ -85,8 +86,8 @@ CLAIMS = (
         "than on spatial items (a direction, no size); here a single-frame model.",
         where="Findings (spatial vs temporal breakdown)",
         metric="single-frame model MCQA accuracy on spatial minus temporal items, points "
-        "(bootstrap over items stratified by kind with fewer than 3 trained seeds, else t "
-        "over seeds)",
+        "(models trained on {{trained_seeds}}: bootstrap over items stratified by kind with "
+        "fewer than 3 trained seeds, else t over seeds)",
         paper_value="temporal < spatial for Video-LLMs",
         rule=Rule(">", 0.0),
         null=TEMPORAL_NULL,
@@ -188,6 +189,13 @@ CONFIGS = {
     # of CPU): fewer seeds given on the command line are extended (see _seeds)
     "full": Config(2000, 1500, {"single_frame": 15, "frame_average": 8, "temporal": 20}, 8, 5),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    cfg = CONFIGS[budget]
+    n = cfg.train_seeds  # the first train_seeds of the run's seeds (extended to as many)
+    return {"n_test": cfg.n_test, "trained_seeds": f"{n} seed{'s' if n != 1 else ''}"}
 
 
 def _seeds(given: tuple[int, ...], at_least: int) -> tuple[int, ...]:

@@ -11,17 +11,17 @@ pilot on seed 1000, which no claim uses (``benchmarks/maple_pilot.py``; README).
 the offline all-MiniLM-L6-v2. Where ``fortunes`` is absent the first lines of Python
 standard-library docstrings stand in.
 
-Per seed (paired, as in the official code): a class-balanced pool, a uniform draw of
-``|D_L|`` labeled items from it, and a class-balanced test set of at least 64 queries; every
-method sees the same pool, labeled set and test set. Methods: zero-shot, few-shot, random
-pseudo-labels, MAPLE (and RAG, RAG-adapt in the full budget). The random arm keeps, per query,
-a random subset of its demos as large as the set MAPLE keeps for that query (matched demo
-count); a second random arm with another draw is the null arm of the claims against random.
-Every unlabeled pool item is pseudo-labeled with the few-shot prompt to correlate the influence
-score with pseudo-label correctness; learners that ignore their input (the majority label of
-the labeled demos) are its null arm. The theory check compares the surrogate with exact
-``(D^-1 A)^K`` influence on random kNN graphs (no language model), against the distance term
-alone as null arm.
+Per seed (paired, as in the official code): a class-balanced pool, a uniform draw of ``|D_L|``
+labeled items from it, and a class-balanced test set (``test_per_class`` queries a class: 24
+queries in quick, 64 in full); every method sees the same pool, labeled set and test set.
+Methods: zero-shot, few-shot, random pseudo-labels, MAPLE (and RAG, RAG-adapt in the full
+budget). The random arm keeps, per query, a random subset of its demos as large as the set
+MAPLE keeps for that query (matched demo count); a second random arm with another draw is the
+null arm of the claims against random. Every unlabeled pool item is pseudo-labeled with the
+few-shot prompt to correlate the influence score with pseudo-label correctness; learners that
+ignore their input (the majority label of the labeled demos) are its null arm. The theory check
+compares the surrogate with exact ``(D^-1 A)^K`` influence on random kNN graphs (no language
+model), against the distance term alone as null arm.
 
 Gate of every claim that needs the language model: the model learns in context at all
 (few-shot accuracy minus zero-shot accuracy >= 0.10). Intervals: a bootstrap over the paired
@@ -68,7 +68,8 @@ CLAIMS = (
         id="maple_minus_few_shot",
         statement="MAPLE beats few-shot ICL with the labeled demos only.",
         where="Table 1 (all tasks)",
-        metric="accuracy(MAPLE) - accuracy(few-shot), paired per query, mean over seeds",
+        metric="accuracy(MAPLE) - accuracy(few-shot), paired per query ({{n_test}} test "
+        "queries a seed), mean over seeds",
         paper_value="> 0 on every task",
         rule=Rule(">", 0.0),
         null=Null(
@@ -92,7 +93,7 @@ CLAIMS = (
         statement="Influence-selected pseudo-labels beat randomly chosen ones.",
         where="Table 1 (Random baseline)",
         metric="accuracy(MAPLE) - accuracy(random pseudo-labels, as many demos per query as "
-        "MAPLE keeps), paired per query, mean over seeds",
+        "MAPLE keeps), paired per query ({{n_test}} test queries a seed), mean over seeds",
         paper_value="> 0 on every task",
         rule=Rule(">", 0.0),
         null=Null(
@@ -116,9 +117,9 @@ CLAIMS = (
         statement="Unlabeled items with a higher influence score get correct pseudo-labels "
         "more often (the premise of influence-based selection).",
         where="Sec. 3 (Theorem 3.2 and its motivation)",
-        metric="Spearman(influence score, pseudo-label correct) over the unlabeled pool items "
-        "(each pseudo-labeled with the few-shot prompt), mean over seeds (0 where all or none "
-        "are correct)",
+        metric="Spearman(influence score, pseudo-label correct) over the {{n_unlabeled}} "
+        "unlabeled pool items of a seed (each pseudo-labeled with the few-shot prompt), mean "
+        "over seeds (0 where all or none are correct)",
         paper_value="> 0",
         rule=Rule(">", 0.0),
         null=Null(
@@ -133,7 +134,7 @@ CLAIMS = (
         "influence mean_l ln [(D^-1 A)^K]_{l,u} it lower-bounds.",
         where="Theorem 3.2",
         metric="Spearman(surrogate, exact) over the nodes of random 10-NN graphs (n = 300, 20 "
-        "labeled, K = largest distance to a labeled node), mean over graphs",
+        "labeled, K = largest distance to a labeled node), mean over {{graphs}} graphs",
         paper_value="lower bound (brief: Spearman >= 0.5)",
         rule=Rule(">=", 0.5, partial=0.3),
         null=Null(
@@ -145,7 +146,8 @@ CLAIMS = (
         id="few_shot_minus_zero_shot",
         statement="Control: the model can learn in context at all (labeled demos help).",
         where="ours (the paper's zero-shot row is below few-shot)",
-        metric="accuracy(few-shot) - accuracy(zero-shot), paired per query, mean over seeds",
+        metric="accuracy(few-shot) - accuracy(zero-shot), paired per query ({{n_test}} test "
+        "queries a seed), mean over seeds",
         paper_value="> 0 for Gemini-1.5-flash",
         rule=Rule(">", 0.0),
         kind="control",
@@ -156,7 +158,7 @@ CLAIMS = (
         "of Theorem 3.2 beyond distance).",
         where="ours (Theorem 3.2)",
         metric="Spearman(surrogate, exact) minus Spearman(-mean distance, exact), paired per "
-        "random graph",
+        "random graph ({{graphs}} graphs)",
         rule=Rule(">", 0.0),
         kind="control",
     ),
@@ -193,6 +195,17 @@ BUDGETS = {
     "quick": Budget(1, 12, 4, 4, 4, 2, 6, BASE, True, 5),
     "full": Budget(5, 24, 8, 8, 8, 4, 16, (*BASE, "rag", "rag_adapt"), True, 10),
 }
+
+
+def claim_sizes(budget: str) -> dict[str, object]:
+    """The sizes the claim texts name, as ``budget`` runs them."""
+    b = BUDGETS[budget]
+    n_classes = len(LABELS if b.real_model else STDLIB_LABELS)  # the label set load_task gives
+    return {
+        "n_test": n_classes * b.test_per_class,
+        "n_unlabeled": n_classes * b.pool_per_class - b.n_labeled,
+        "graphs": b.graphs,
+    }
 
 
 def load_task(b: Budget) -> tuple[list[str], np.ndarray, tuple[str, ...], str]:
