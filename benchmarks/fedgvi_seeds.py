@@ -4,8 +4,8 @@
 
     python benchmarks/fedgvi_seeds.py full runs/fedgvi_full 3,4
 
-The seeds are the reproduction's own (``run_seeds``: the CLI's seeds extended to the budget's
-count); the (C) part runs for the first ``bnn_seeds`` of them, as in the reproduction.
+The seeds are the reproduction's own (``RunContext.seeds_run``: the CLI's seeds extended to
+the budget's count); the (C) part runs for the first ``bnn_seeds`` of them, as in the reproduction.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from icml25.core.runner import RunContext
-from icml25.fedgvi.reproduce import BUDGETS, run_seed, run_seeds
+from icml25.fedgvi.reproduce import BUDGETS, run_seed
 
 
 def main(budget: str, out: str, which: str, cli_seeds: str = "0,1,2") -> None:
@@ -25,7 +25,7 @@ def main(budget: str, out: str, which: str, cli_seeds: str = "0,1,2") -> None:
         progress=lambda msg: print(msg, flush=True),
     )
     b = BUDGETS[budget]
-    seeds = run_seeds(ctx, b.seeds)
+    seeds = ctx.seeds_run(at_least=b.seeds, at_most=b.seeds)
     for s in (int(x) for x in which.split(",")):
         i = seeds.index(s)
         run_seed(ctx, s, with_bnn=i < b.bnn_seeds)

@@ -427,3 +427,28 @@ def test_collect_rebuilds_the_texts_of_unchanged_claims_from_the_code(tmp_path):
     assert got[1]["metric"] == "old words, old rule"
     assert out["sources"][0]["texts_from_code"] == 1
     assert [c["verdict"] for c in got] == [c["verdict"] for c in entry["claims"]]
+
+
+def test_seeds_run_extends_cuts_and_is_what_results_record(tmp_path, monkeypatch):
+    """A budget that runs more (or fewer) seeds than the CLI gave records the seeds it ran."""
+    from icml25.core.runner import RunContext
+
+    ctx = RunContext(budget="full", seeds=(0, 1, 2), out_dir=tmp_path)
+    assert ctx.seeds_run(at_least=5) == (0, 1, 2, 3, 4)
+    assert ctx.seeds_run(at_most=1) == (0,)
+    assert ctx.seeds_run(at_least=3, at_most=1) == (0, 1, 2)
+    assert ctx.ran_seeds == {0, 1, 2, 3, 4}
+    assert RunContext(budget="full", seeds=(7,), out_dir=tmp_path).seeds_run(3) == (7, 8, 9)
+    assert RunContext(budget="full", seeds=(5, 0), out_dir=tmp_path).seeds_run(3, 3) == (5, 0, 6)
+    with pytest.raises(ValueError, match="at_most"):
+        ctx.seeds_run(at_most=0)
+    m = _fake_method(monkeypatch, lambda c: {"acc": [1.0] * len(c.seeds_run(at_least=5))})
+    assert run_method(m, budget="full", seeds=[0, 1, 2], out_dir=tmp_path)["seeds"] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
+    m = _fake_method(monkeypatch, lambda c: {"acc": [1.0] * len(c.seeds)})
+    assert run_method(m, budget="full", seeds=[0, 1, 2], out_dir=tmp_path)["seeds"] == [0, 1, 2]

@@ -92,18 +92,6 @@ def test_location_nulls_are_the_mechanisms_at_their_vanishing_limits() -> None:
     assert R._one_round_error(xs, (0.0, 10.0), 0.2) > 1e-3
 
 
-def test_run_seeds_extends_the_given_seeds() -> None:
-    from pathlib import Path
-
-    from icml25.core.runner import RunContext
-
-    ctx = RunContext(budget="full", seeds=(0, 1, 2), out_dir=Path("."))
-    assert R.run_seeds(ctx, 5) == [0, 1, 2, 3, 4]
-    assert R.run_seeds(ctx, 1) == [0]
-    ctx = RunContext(budget="full", seeds=(7,), out_dir=Path("."))
-    assert R.run_seeds(ctx, 3) == [7, 8, 9]
-
-
 def test_seeds_are_checkpointed_and_reused_only_for_the_same_budget(monkeypatch, tmp_path):
     from icml25.core.runner import RunContext
 

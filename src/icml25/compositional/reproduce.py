@@ -297,13 +297,6 @@ def claim_sizes(budget: str) -> dict[str, object]:
     }
 
 
-def _seeds(ctx: RunContext, b: Budget) -> list[int]:
-    seeds = list(ctx.seeds)
-    while len(seeds) < b.seeds:
-        seeds.append(max(seeds) + 1)
-    return seeds
-
-
 def _pool2(X: np.ndarray) -> np.ndarray:
     """28 x 28 -> 14 x 14 by 2 x 2 averaging."""
     return X.reshape(-1, 14, 2, 14, 2).mean(axis=(2, 4)).astype(np.float32)
@@ -734,7 +727,7 @@ def _wilson(p: float, n: int, z: float = 1.645) -> Measurement:
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    seeds = _seeds(ctx, b)
+    seeds = list(ctx.seeds_run(at_least=b.seeds))
     data = _data()
     ctx.note(f"Images: {data[4]}, pooled to 14 x 14; n = {N_VALUES} items x {N_VALUES} colours.")
     sc = _scratch(ctx, b, data, seeds)

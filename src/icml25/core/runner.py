@@ -29,6 +29,20 @@ class RunContext:
     progress: Callable[[str], None] = lambda _msg: None
     figures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ran_seeds: set[int] = field(default_factory=set)
+    """Seeds a reproduction said it ran (:meth:`seeds_run`); ``results.json`` records these
+    when any were given, else ``seeds``."""
+
+    def seeds_run(self, at_least: int = 0, at_most: int | None = None) -> tuple[int, ...]:
+        """The run's seeds as a budget uses them: the first ``at_most`` of ``seeds``, extended
+        by the next integers to ``at_least``; recorded, so the report names the seeds run."""
+        if at_most is not None and at_most < 1:
+            raise ValueError(f"at_most must be >= 1 or None, got {at_most!r}")
+        seeds = list(self.seeds[:at_most])
+        while len(seeds) < at_least:
+            seeds.append(max(seeds) + 1)
+        self.ran_seeds.update(seeds)
+        return tuple(seeds)
 
     def save_figure(self, fig: Any, name: str) -> Path:
         """Save a matplotlib figure as ``<out_dir>/<name>.png`` and close it."""
@@ -80,7 +94,7 @@ def run_method(
     return make_entry(
         method,
         budget=budget,
-        seeds=seeds,
+        seeds=sorted(ctx.ran_seeds) or seeds,
         wall_s=time.perf_counter() - start,
         claims=claims,
         measured=measured,

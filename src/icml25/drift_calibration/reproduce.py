@@ -284,13 +284,6 @@ class ContentFreeShift(DriftCalibratedLearner):
         self.class_means_ = before + size * direction / direction.norm(dim=1, keepdim=True)
 
 
-def _seeds(given: tuple[int, ...], at_least: int) -> tuple[int, ...]:
-    seeds = list(given)
-    while len(seeds) < at_least:
-        seeds.append(max(seeds) + 1)
-    return tuple(seeds)
-
-
 def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
     data = _data(cfg, seed)
     ctx.progress(f"seed {seed}: pretraining a TinyViT on classes {data['tasks'][0].tolist()}")
@@ -386,7 +379,7 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
 
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     cfg = CONFIGS[ctx.budget]
-    seeds = _seeds(ctx.seeds, MIN_SEEDS[ctx.budget])
+    seeds = ctx.seeds_run(at_least=MIN_SEEDS[ctx.budget])
     runs = [_run_seed(cfg, seed, ctx) for seed in seeds]
 
     def each(f: Any) -> list[float]:

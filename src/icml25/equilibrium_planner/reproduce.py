@@ -526,11 +526,10 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     cfg = CONFIGS[ctx.budget]
     # quick and tiny: the first seed (items bootstrapped); full: every seed given, at least
     # cfg.seeds of them (the CLI's default 0,1,2 is extended to 0..4)
-    seeds = list(ctx.seeds[: cfg.seeds])
-    if ctx.budget == "full":
-        seeds = list(ctx.seeds) + [
-            max(ctx.seeds) + 1 + i for i in range(cfg.seeds - len(ctx.seeds))
-        ]
+    seeds = ctx.seeds_run(
+        at_least=cfg.seeds if ctx.budget == "full" else 0,
+        at_most=None if ctx.budget == "full" else cfg.seeds,
+    )
     torch.set_num_threads(1)
     runs = [run_seed(cfg, s, ctx.progress) for s in seeds]
     nt, ns = "test_new_task", "test_new_scene"

@@ -383,17 +383,6 @@ def claim_sizes(budget: str) -> dict[str, object]:
     }
 
 
-def run_seeds(ctx: RunContext, want: int) -> list[int]:
-    """The run's first ``want`` seeds, extended by the next unused integers if it gave fewer
-    (the CLI's default is 0, 1, 2; the full budget runs five)."""
-    seeds = list(ctx.seeds[:want])
-    nxt = max(ctx.seeds) + 1
-    while len(seeds) < want:
-        seeds.append(nxt)
-        nxt += 1
-    return seeds
-
-
 # --- (A) the location model ----------------------------------------------------------------
 def location_data(rng: np.random.Generator, eps: float) -> list[np.ndarray]:
     xs = [rng.normal(0.0, 1.0, 50) for _ in range(5)]
@@ -1055,7 +1044,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     loc: list[dict[str, Any]] = []
     lr: list[dict[str, Any]] = []
     bnn: list[dict[str, Any]] = []
-    seeds = run_seeds(ctx, b.seeds)
+    seeds = ctx.seeds_run(at_least=b.seeds, at_most=b.seeds)
     for i, seed in enumerate(seeds):
         r = run_seed(ctx, seed, with_bnn=i < b.bnn_seeds)
         loc.append(r["loc"])

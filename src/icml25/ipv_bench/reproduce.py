@@ -186,7 +186,7 @@ CONFIGS = {
     "tiny": Config(40, 40, {"single_frame": 1, "frame_average": 1, "temporal": 1}, 8, 1),
     "quick": Config(1000, 600, {"single_frame": 10, "frame_average": 5, "temporal": 12}, 8, 1),
     # five trained seeds (issue 48: >= 5 where a seed costs <= 5 minutes; one costs ~2.5 min
-    # of CPU): fewer seeds given on the command line are extended (see _seeds)
+    # of CPU): fewer seeds given on the command line are extended (RunContext.seeds_run)
     "full": Config(2000, 1500, {"single_frame": 15, "frame_average": 8, "temporal": 20}, 8, 5),
 }
 
@@ -196,14 +196,6 @@ def claim_sizes(budget: str) -> dict[str, object]:
     cfg = CONFIGS[budget]
     n = cfg.train_seeds  # the first train_seeds of the run's seeds (extended to as many)
     return {"n_test": cfg.n_test, "trained_seeds": f"{n} seed{'s' if n != 1 else ''}"}
-
-
-def _seeds(given: tuple[int, ...], at_least: int) -> tuple[int, ...]:
-    """The run's seeds, extended by the next integers to ``at_least`` seeds."""
-    seeds = list(given)
-    while len(seeds) < at_least:
-        seeds.append(max(seeds) + 1)
-    return tuple(seeds)
 
 
 def _histograms(frames: np.ndarray, bins: int = 16) -> np.ndarray:
@@ -427,7 +419,7 @@ def _fig_accuracy(ctx: RunContext, scores: dict[str, BenchScores]) -> None:
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     cfg = CONFIGS[ctx.budget]
-    seeds = _seeds(ctx.seeds, cfg.train_seeds)
+    seeds = ctx.seeds_run(at_least=cfg.train_seeds)
     random_j, random_m, physics = [], [], []
     trained: list[dict[str, Any]] = []
     first_scores: dict[str, BenchScores] | None = None

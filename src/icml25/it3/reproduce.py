@@ -389,14 +389,6 @@ NB_METHODS = ("vanilla_random", "vanilla_uniform", "it3", "it3_input", "it3_0ste
 NB_CLEAN = ("vanilla_random", "it3", "it3_0step")
 
 
-def seeds_for(ctx: RunContext, fewest: int) -> tuple[int, ...]:
-    """The CLI's seeds, extended with the next integers up to ``fewest``."""
-    seeds = list(ctx.seeds)
-    while len(seeds) < fewest:
-        seeds.append(max(seeds) + 1)
-    return tuple(seeds)
-
-
 # ---------------------------------------------------------------------------------------------
 # Data and models
 
@@ -849,8 +841,8 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         out.setdefault(key, []).append(float(value))
 
     runs: dict[str, list[dict[str, Any]]] = {"cnn": [], "mlp": [], "gnn": [], "notebook": []}
-    seeds = seeds_for(ctx, cfg.seeds)
-    nb_seeds = seeds_for(ctx, cfg.nb_seeds)
+    seeds = ctx.seeds_run(at_least=cfg.seeds)
+    nb_seeds = ctx.seeds_run(at_least=cfg.nb_seeds)
     for seed in nb_seeds:
         nb = notebook_experiment(cfg, seed, ctx)
         runs["notebook"].append(nb)

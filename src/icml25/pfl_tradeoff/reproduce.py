@@ -417,17 +417,6 @@ def _no_pull(
     return [rows[0], *[(0.0, rows[0][1], rows[0][2])] * fixed, *rows[1 + fixed :]]
 
 
-def run_seeds(ctx: RunContext, want: int) -> list[int]:
-    """The run's seeds, extended by the next unused integers to ``want`` if it gave fewer
-    (the CLI's default is 0, 1, 2; the full budget runs five)."""
-    seeds = list(ctx.seeds)
-    nxt = max(ctx.seeds) + 1
-    while len(seeds) < want:
-        seeds.append(nxt)
-        nxt += 1
-    return seeds
-
-
 SEEDS = {"tiny": 1, "quick": 3, "full": 5}
 """Seeds run at least (issue 48: >= 5 in full, where a seed costs <= 5 minutes)."""
 
@@ -455,7 +444,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
 
     syn, img = [], []
     expected = 1.0 * 10 / (50 - 10 - 1)
-    seeds = run_seeds(ctx, SEEDS[ctx.budget])
+    seeds = ctx.seeds_run(at_least=SEEDS[ctx.budget])
     for seed in seeds:
         ctx.progress(
             f"synthetic seed {seed}: {b.reps} repetitions x {len(R_VALUES)} R values x "

@@ -470,16 +470,9 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     return out
 
 
-def _seeds(ctx: RunContext) -> tuple[int, ...]:
-    seeds = list(ctx.seeds)
-    while ctx.budget == "full" and len(seeds) < FULL_SEEDS:
-        seeds.append(max(seeds) + 1)
-    return tuple(seeds)
-
-
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     b = BUDGETS[ctx.budget]
-    seeds = _seeds(ctx)
+    seeds = ctx.seeds_run(at_least=FULL_SEEDS if ctx.budget == "full" else 0)
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS}
 
     def put(key: str, value: float) -> None:

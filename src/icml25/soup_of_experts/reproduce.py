@@ -246,14 +246,6 @@ def claim_sizes(budget: str) -> dict[str, object]:
     }
 
 
-def _seeds(ctx: RunContext, b: Budget) -> list[int]:
-    """The given seeds, cut or extended (consecutively) to the budget's number of seeds."""
-    seeds = list(ctx.seeds)[: b.seeds]
-    while len(seeds) < b.seeds:
-        seeds.append(max(seeds) + 1)
-    return seeds
-
-
 @dataclass(frozen=True)
 class Pools:
     """Embedded entries, fixed for the whole run: domain centroids from train entries and a
@@ -439,7 +431,10 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     )
     ctx.progress("embedding the pools for the domain-weight estimate")
     pools = _pools(setup, b)
-    runs = {seed: _checkpointed(ctx, b, setup, pools, seed) for seed in _seeds(ctx, b)}
+    runs = {
+        seed: _checkpointed(ctx, b, setup, pools, seed)
+        for seed in ctx.seeds_run(at_least=b.seeds, at_most=b.seeds)
+    }
 
     def col(key: str, spec_only: bool = False) -> np.ndarray:
         """``(seeds, targets)`` test losses of one arm (only the specialist targets)."""
