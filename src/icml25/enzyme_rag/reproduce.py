@@ -24,6 +24,8 @@ from icml25.core.runner import RunContext
 from icml25.enzyme_rag.chem import molecule_features
 from icml25.enzyme_rag.metrics import diversity, max_identity
 from icml25.enzyme_rag.model import AxialMSADiffusion, EnzymeSubstrateClassifier, sample_oadm
+from icml25.enzyme_rag.real import REAL_CONFIGS, real_measurements
+from icml25.enzyme_rag.real_claims import REAL_CLAIMS
 from icml25.enzyme_rag.retrieval import SubstrateRetriever
 from icml25.enzyme_rag.synthetic import Benchmark, make_benchmark
 from icml25.enzyme_rag.training import retrieval_table, train_classifier, train_generator
@@ -230,6 +232,7 @@ CLAIMS = (
         rule=Rule(">=", 2.0),
         kind="control",
     ),
+    *REAL_CLAIMS,
 )
 
 
@@ -264,7 +267,13 @@ BOOT = 2000
 def claim_sizes(budget: str) -> dict[str, object]:
     """The sizes the claim texts name, as ``budget`` runs them."""
     cfg = CONFIGS[budget]
-    return {"n_test": cfg.n_test, "d_max": max(cfg.depths)}
+    real = REAL_CONFIGS[budget]
+    return {
+        "n_test": cfg.n_test,
+        "d_max": max(cfg.depths),
+        "n_real_test": real.n_test,
+        "real_d": real.d,
+    }
 
 
 def _per_target(values: np.ndarray, n_targets: int, samples: int) -> np.ndarray:
@@ -616,4 +625,5 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
             + f"; diversity within a target {r['diversity']:.3f}; d_max {r['d_max']}"
         )
     _figures(ctx, runs)
+    out.update(real_measurements(ctx, REAL_CONFIGS[ctx.budget]))
     return out
