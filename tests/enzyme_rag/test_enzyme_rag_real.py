@@ -21,6 +21,7 @@ from icml25.enzyme_rag.real import (
     auc_of_rows,
     caching_aligner,
     ec_profile_members,
+    learned_ratio,
     real_measurements,
     real_selected,
     restrict_length,
@@ -105,6 +106,12 @@ def test_auc_of_rows_closed_forms():
     assert auc_of_rows(rows) == 0.0
     assert auc_of_rows(np.array([[0.5, 1], [0.5, 0]])) == 0.5
     assert np.isnan(auc_of_rows(np.array([[0.5, 1], [0.4, 1]])))
+
+
+def test_learned_ratio_fails_without_a_positive_natural_score():
+    assert learned_ratio(50.0, 100.0) == 0.5
+    assert np.isnan(learned_ratio(-1.1, -2.3))  # not 0.48: both are below any family
+    assert np.isnan(learned_ratio(3.0, 0.0))
 
 
 def test_caching_aligner_aligns_each_input_once():

@@ -33,7 +33,8 @@ NATURAL_BEATS_COPY = Gate(
 )
 LEARNED = Gate(
     "the generator has learned enzyme families: mean HMM score of its samples / that of the "
-    "target's natural enzymes " + UNAVAILABLE,
+    "target's natural enzymes (NaN, failed, where the natural enzymes score <= 0 bits) "
+    + UNAVAILABLE,
     Rule(">=", 0.5),
 )
 
