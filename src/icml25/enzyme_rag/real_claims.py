@@ -21,7 +21,10 @@ HMM = (
     "profile-HMM bit score under the target EC's natural enzymes (leave-target-out; no hit = 0 "
     "bits)"
 )
-PER_TARGET = "mean over the {{n_real_test}} held-out substrates (samples averaged per target)"
+PER_TARGET = (
+    "mean over at most {{n_real_test}} held-out substrates (those whose EC has >= 2 other "
+    "natural enzymes; samples averaged per target)"
+)
 RANDOM_ENZYME = "a generator that ignores its input and emits a random natural training enzyme"
 UNAVAILABLE = "(NaN where the real data, the tools or the budget's real path are absent)"
 
