@@ -264,16 +264,19 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
     for src in sources:
         results = load_results(src)
         src_dir = src if src.is_dir() else src.parent
+        # a collected file (a published one) keeps the run each method came from
+        carried = {s["method"]: s for s in results.get("sources") or []}
         for m in results["methods"]:
             entry = m if results["schema"] >= 2 else rejudge_schema1(m)
-            retexted = retext(entry) if results["schema"] >= 2 else 0
+            # texts are rebuilt only for runs made under the audited engine: a re-judged
+            # schema-1 run's sizes and protocol may not be today's
+            run_schema = carried.get(m["method"], {}).get("schema", results["schema"])
+            retexted = retext(entry) if run_schema >= 2 else 0
             for fig in entry.get("figures", []):
                 if (src_dir / fig).exists():
                     (out_dir / fig).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src_dir / fig, out_dir / fig)
             entries[m["method"]] = entry
-            # a collected file (a published one) keeps the run each method came from
-            carried = {s["method"]: s for s in results.get("sources") or []}
             origin[m["method"]] = dict(carried.get(m["method"]) or {
                 "method": m["method"],
                 "source": str(src),
