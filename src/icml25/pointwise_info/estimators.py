@@ -84,6 +84,34 @@ def _seed(value: Any) -> int:
     return V.integer("random_state", value, low=0)
 
 
+def _device(value: Any) -> torch.device:
+    """``device`` as a ``torch.device`` that exists on this machine (clear error otherwise)."""
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {value!r}"
+        ) from exc
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available()
+        and (dev.index is None or dev.index < torch.cuda.device_count()),
+        "mps": torch.backends.mps.is_available(),
+    }
+    if not available.get(dev.type, False):
+        raise ValueError(f"device {value!r} is not available on this machine")
+    return dev
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    """Where ``model``'s first parameter (or buffer) lives; the CPU for a stateless module."""
+    for p in model.parameters():
+        return p.device
+    for b in model.buffers():
+        return b.device
+    return torch.device("cpu")
+
+
 def _num_classes(value: Any) -> int | None:
     return None if value is None else V.integer("num_classes", value, low=2)
 
@@ -92,7 +120,7 @@ def _apply(model: nn.Module, x: torch.Tensor, name: str, what: str = "model") ->
     """``model(x)``, with a clear error when the model cannot take ``x`` (wrong feature count,
     wrong image shape)."""
     try:
-        out: torch.Tensor = model(x)
+        out: torch.Tensor = model(x.to(_model_device(model)))
     except RuntimeError as exc:
         raise ValueError(
             f"{what} cannot be applied to {name} of shape {tuple(x.shape)} (samples of shape "
@@ -133,7 +161,7 @@ def _logits(model: nn.Module, X: Any, batch_size: int, what: str) -> np.ndarray:
         model.train(was_training)
     if out.dim() != 2:
         raise ValueError(f"{what} must return (batch, n_classes) logits, got {tuple(out.shape)}")
-    return out.double().numpy()
+    return out.double().cpu().numpy()
 
 
 @torch.no_grad()
@@ -149,8 +177,8 @@ def null_model_logits(model: nn.Module, zeros: torch.Tensor) -> np.ndarray:
     for m in probe.modules():
         if isinstance(m, nn.modules.batchnorm._BatchNorm):
             m.train()
-    out = probe(zeros).double().mean(dim=0)
-    return out.numpy()
+    out = probe(zeros.to(_model_device(probe))).double().mean(dim=0)
+    return out.cpu().numpy()
 
 
 class FeatureExtractor:
@@ -177,7 +205,7 @@ class FeatureExtractor:
         x = as_tensor(X)
         grabbed: list[torch.Tensor] = []
         handle = self._module.register_forward_hook(
-            lambda _m, _i, out: grabbed.append(out.detach().flatten(1))
+            lambda _m, _i, out: grabbed.append(out.detach().flatten(1).cpu())
         )
         was_training = self.model.training
         self.model.eval()
@@ -283,6 +311,12 @@ class PVI(_PointwiseScores):
         Adam training of ``g'`` and the null model.
     random_state
         Seeds model initialisation and shuffling.
+    device
+        Where ``g'`` and the null model train and score (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``, a ``torch.device``); a ``g_prime`` or null model you pass is used where it
+        lives. Scores come back as NumPy arrays either way.
+    progress
+        Called with one line per training epoch (``print`` shows them); ``None``: silent.
     """
 
     def __init__(
@@ -300,9 +334,11 @@ class PVI(_PointwiseScores):
         lr: float = 1e-3,
         hidden: tuple[int, ...] = (256,),
         random_state: int = 0,
+        device: str | torch.device = "cpu",
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.model_fn, self.g_prime, self.null, self.calibrate = model_fn, g_prime, null, calibrate
+        self.device = device
         self.epochs, self.null_epochs, self.batch_size, self.lr = (
             epochs,
             null_epochs,
@@ -330,6 +366,7 @@ class PVI(_PointwiseScores):
         if not isinstance(self.calibrate, (bool, np.bool_)):
             raise ValueError(f"calibrate must be True or False, got {self.calibrate!r}")
         _seed(self.random_state)
+        self.device_ = _device(self.device)
         _callable_or_none("progress", self.progress)
         _check_positive_int("batch_size", self.batch_size)
         _check_positive("lr", self.lr)
@@ -352,20 +389,20 @@ class PVI(_PointwiseScores):
                 raise TypeError(
                     f"model_fn must return a fresh nn.Module, got {type(built).__name__}"
                 )
-            return built
+            return built.to(self.device_)
         if isinstance(self.g_prime, nn.Module):
             fresh = copy.deepcopy(self.g_prime)
             for m in fresh.modules():
                 reset = getattr(m, "reset_parameters", None)
                 if callable(reset):
                     reset()
-            return fresh
+            return fresh.to(self.device_)
         if x.dim() != 2:
             raise ValueError(
                 f"X has shape {tuple(x.shape)}: pass model_fn= to build the architecture "
                 "(the default MLP is for (n_samples, n_features) inputs)"
             )
-        return MLP(x.shape[1], self.hidden, k)
+        return MLP(x.shape[1], self.hidden, k).to(self.device_)
 
     def _train(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
         opt = torch.optim.Adam(model.parameters(), lr=self.lr)
@@ -431,7 +468,8 @@ class PVI(_PointwiseScores):
         else:
             g = self._new_model(x, k)
             _logits(g, x[:2], 2, "the model built by model_fn")  # fails here, clearly
-            self._train(g, x, yt)
+            dev = _model_device(g)
+            self._train(g, x.to(dev), yt.to(dev))
         out_k = predict_logits(g, x[:1]).shape[1]
         if out_k != k:
             raise ValueError(f"g' returns {out_k} logits but y has {k} classes")
@@ -450,7 +488,8 @@ class PVI(_PointwiseScores):
                 ) from exc
         elif isinstance(self.null, str) and self.null == "train":
             n0 = self._new_model(x, k)
-            self._train_null(n0, torch.zeros_like(x), yt)
+            dev = _model_device(n0)
+            self._train_null(n0, torch.zeros_like(x, device=dev), yt.to(dev))
             self.null_model_ = n0
             null_logits = null_model_logits(n0, zeros)
         else:
@@ -614,6 +653,10 @@ class PMI(_PointwiseScores):
         Adam training of the critic.
     feature_extractor
         Maps ``X`` to features (e.g. :class:`FeatureExtractor`); ``None`` uses ``X`` itself.
+    device
+        Where the critic trains and scores (``"cpu"``, ``"cuda"``, a ``torch.device``).
+    progress
+        Called with one line per training epoch (``print`` shows them); ``None``: silent.
     """
 
     CRITICS = ("separable", "concat")
@@ -632,8 +675,10 @@ class PMI(_PointwiseScores):
         feature_extractor: Callable[[Any], Any] | None = None,
         num_classes: int | None = None,
         random_state: int = 0,
+        device: str | torch.device = "cpu",
         progress: Callable[[str], None] | None = None,
     ) -> None:
+        self.device = device
         self.critic, self.objective, self.hidden, self.embed_dim = (
             critic,
             objective,
@@ -661,6 +706,7 @@ class PMI(_PointwiseScores):
         _callable_or_none("feature_extractor", self.feature_extractor)
         _callable_or_none("progress", self.progress)
         seed = _seed(self.random_state)
+        dev = self.device_ = _device(self.device)
         feats = _features(self.feature_extractor, X)
         if feats.dim() != 2:
             raise ValueError(f"features must be 2-D (n, d), got shape {tuple(feats.shape)}")
@@ -672,8 +718,8 @@ class PMI(_PointwiseScores):
             SeparableCritic(feats.shape[1], k, self.hidden, self.embed_dim)
             if self.critic == "separable"
             else ConcatCritic(feats.shape[1], k, self.hidden)
-        )
-        onehot = F.one_hot(torch.as_tensor(labels), k).float()
+        ).to(dev)
+        onehot = F.one_hot(torch.as_tensor(labels), k).float().to(dev)
         objective = self.objective
 
         def loss(model: nn.Module, xb: tuple[torch.Tensor, ...], yb: torch.Tensor) -> torch.Tensor:
@@ -685,7 +731,7 @@ class PMI(_PointwiseScores):
         train(
             net,
             torch.optim.Adam(net.parameters(), lr=self.lr),
-            feats,
+            feats.to(dev),
             onehot,
             TrainConfig(epochs=self.epochs, batch_size=self.batch_size, seed=self.random_state),
             objective=loss,
@@ -707,9 +753,10 @@ class PMI(_PointwiseScores):
                 f"features must be (n, {self.n_features_}) like the fitted ones, got "
                 f"{tuple(feats.shape)}"
             )
-        eye = torch.eye(self.n_classes_)
+        dev = _model_device(self.critic_)
+        feats, eye = feats.to(dev), torch.eye(self.n_classes_, device=dev)
         s = torch.cat([self.critic_(feats[i : i + 4096], eye) for i in range(0, len(feats), 4096)])
-        s = s.double()
+        s = s.double().cpu()
         if self.objective == "probabilistic_classifier":
             nats = math.log(self.train_batch_size_ - 1) + s
         elif self.objective == "density_ratio":
