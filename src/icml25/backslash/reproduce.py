@@ -921,7 +921,7 @@ def pair(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
-    seeds = ctx.seeds[: b.seeds] if b.seeds is not None else ctx.seeds
+    seeds = ctx.seeds_run(at_most=b.seeds)
     out: dict[str, Any] = {}
     runs: dict[str, list[dict[str, Any]]] = {f: [] for f in FAMILIES}
     for f in FAMILIES:

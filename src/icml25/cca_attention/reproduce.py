@@ -446,7 +446,7 @@ def _speed(cost: dict[str, list[dict[str, Any]]], arm: str) -> tuple[list[float]
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     b = BUDGETS[ctx.budget]
     ok: dict[str, list[np.ndarray]] = {}
-    for seed in ctx.seeds[: b.seeds]:
+    for seed in ctx.seeds_run(at_most=b.seeds):
         for k, v in needle_arms(b, seed, ctx.progress).items():
             ok.setdefault(k, []).append(v)
 

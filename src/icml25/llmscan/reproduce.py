@@ -975,7 +975,7 @@ def reproduce(ctx: RunContext) -> dict[str, Measurement]:
                 "slower than fp32 (the fine-tunes are then full's first seed's, cached alike)."
             )
         )
-    seeds = ctx.seeds[: b.seeds]
+    seeds = ctx.seeds_run(at_most=b.seeds)
     a_seeds: list[Scored | None] = []
     b_seeds: list[Scored | None] = []
     bd_seeds: list[Scored | None] = []

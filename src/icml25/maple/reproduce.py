@@ -299,6 +299,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     seeds = [ctx.seeds[0] + i for i in range(b.seeds)]
     if ctx.budget == "full" and len(ctx.seeds) > b.seeds:
         seeds = list(ctx.seeds)
+    ctx.ran_seeds.update(seeds)  # consecutive from the first: what results.json records
     learner, embedder = _models(b, labels, seeds[0])
     methods = (*b.methods, "random2")
     hit: dict[str, list[np.ndarray]] = {m: [] for m in methods}

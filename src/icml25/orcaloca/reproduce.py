@@ -316,7 +316,7 @@ def _noisy_judge(noise: float, seed: int) -> Callable[[Bug], Policy]:
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     cfg = CONFIGS[ctx.budget]
-    seed0 = ctx.seeds[0]
+    seed0 = ctx.seeds_run(at_most=1)[0]  # the benchmark's seed (and the noise sweep's below)
     ctx.progress(f"generating {cfg.n_bugs} bugs")
     bench = make_benchmark(cfg.n_bugs, seed=seed0, modules=cfg.modules)
     n = len(bench.bugs)
@@ -357,7 +357,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     noisy: dict[float, list[np.ndarray]] = {}
     for noise in (2.0, *cfg.noise_levels):
         noisy[noise] = []
-        for s in ctx.seeds[: cfg.noise_seeds]:
+        for s in ctx.seeds_run(at_most=cfg.noise_seeds):
             ctx.progress(f"noise {noise}, seed {s}")
             pol = _noisy_judge(noise, s)
             f = run_arm(bench, ARMS["full"], pol, max_steps=cfg.max_steps)
