@@ -6,7 +6,7 @@ with 2 BLAS/OpenMP/torch threads (set before NumPy loads, and checked there with
 The verdicts must agree (claim, null arm, gate), and so must the numbers up to rounding, except
 the measurements that read a clock.
 
-A method joins ``METHODS`` once its tiny budget has been checked this way. Before
+Every registered method is listed (``test_every_method_is_listed``). Before
 constrained_clustering built its digits kNN graph with a k-d tree, ``real_data_gain`` was 0.157
 with one thread and 0.0 with two (exact distance ties resolved by a threaded matrix product):
 this test failed.
@@ -26,8 +26,8 @@ import pytest
 
 import icml25
 
-# slug -> ids of the claims whose measurements are wall-clock timings (they differ between any
-# two runs, so only their verdicts are compared).
+# slug -> ids of the claims whose measurements read a clock or the process's memory (they
+# differ between any two runs, so only their verdicts are compared).
 METHODS: dict[str, frozenset[str]] = {
     # signed_speedup*: ratios of timed eigensolves.
     "constrained_clustering": frozenset({"signed_speedup", "signed_speedup_vs_best_cc"}),
@@ -35,7 +35,30 @@ METHODS: dict[str, frozenset[str]] = {
     "signsgd_risk": frozenset(),
     # Pure-Python cryptography (no BLAS): guards the numeric summaries and future vectorisation.
     "pan_privacy": frozenset(),
+    "backslash": frozenset(),
+    # timed forward passes and a resident-memory peak (the KV-cache bytes are exact)
+    "cca_attention": frozenset({"speedup_long", "speedup_grows", "speed_forward_memory"}),
+    "compositional": frozenset(),
+    "drift_calibration": frozenset(),
+    "enzyme_rag": frozenset(),
+    "equilibrium_planner": frozenset(),
+    "fedgvi": frozenset(),
+    "ipv_bench": frozenset(),
+    "it3": frozenset(),
+    "llmscan": frozenset(),
+    "maple": frozenset(),
+    "mirror_flow": frozenset(),
+    "orcaloca": frozenset(),
+    "pfl_tradeoff": frozenset(),
+    "pointwise_info": frozenset(),
+    # instantiation timed against naive instantiation
+    "soup_of_experts": frozenset({"instantiate_speed_ratio"}),
 }
+
+# Methods whose tiny run trains with torch: a threaded reduction sums in another order, the
+# last bits of a gradient differ, and training carries the difference forward, so their numbers
+# are compared to a loose tolerance; their verdicts, null-arm verdicts and gates must still agree.
+TRAINED: frozenset[str] = frozenset()
 
 RUN = """
 import json, sys
@@ -73,8 +96,11 @@ def values(measurement: dict[str, Any] | None) -> np.ndarray:
     return np.array([float(v) for v in (measurement or {}).get("values", [])])
 
 
-def assert_same_results(a: dict[str, Any], b: dict[str, Any], timings: frozenset[str]) -> None:
-    """Same verdicts (claim, null arm, gate); same measured values where no clock enters."""
+def assert_same_results(
+    a: dict[str, Any], b: dict[str, Any], timings: frozenset[str], rtol: float = 1e-6
+) -> None:
+    """Same verdicts (claim, null arm, gate); same measured values (to ``rtol``) where no clock
+    enters."""
     assert [c["id"] for c in a["claims"]] == [c["id"] for c in b["claims"]]
     for ca, cb in zip(a["claims"], b["claims"], strict=True):
         cid = ca["id"]
@@ -89,13 +115,13 @@ def assert_same_results(a: dict[str, Any], b: dict[str, Any], timings: frozenset
         if cid in timings:
             continue
         for ma, mb in pairs:
-            np.testing.assert_allclose(values(ma), values(mb), rtol=1e-6, atol=1e-9, err_msg=cid)
+            np.testing.assert_allclose(values(ma), values(mb), rtol=rtol, atol=1e-9, err_msg=cid)
 
 
-def test_every_listed_method_is_registered() -> None:
+def test_every_method_is_listed() -> None:
     from icml25.methods import load_all
 
-    assert set(METHODS) <= set(load_all())
+    assert set(METHODS) == set(load_all())
 
 
 def test_the_comparison_can_fail() -> None:
@@ -125,4 +151,4 @@ def test_the_comparison_can_fail() -> None:
 def test_tiny_reproduction_is_the_same_with_one_and_two_threads(slug: str, tmp_path: Path) -> None:
     one = tiny_run(slug, 1, tmp_path / "one")
     two = tiny_run(slug, 2, tmp_path / "two")
-    assert_same_results(one, two, METHODS[slug])
+    assert_same_results(one, two, METHODS[slug], rtol=1e-2 if slug in TRAINED else 1e-6)
