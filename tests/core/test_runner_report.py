@@ -429,13 +429,14 @@ def test_collect_rebuilds_the_texts_of_unchanged_claims_from_the_code(tmp_path):
     assert [c["verdict"] for c in got] == [c["verdict"] for c in entry["claims"]]
     # a published file holding a re-judged schema-1 run keeps that run's texts
     published = rep.load_results(tmp_path / "out")
-    published["sources"][0]["schema"] = 1
+    published["methods"][0]["notes"].append(rep.REJUDGED_NOTE)  # as rejudge_schema1 leaves it
     published["methods"][0]["claims"][0]["metric"] = "the schema-1 run's words"
     (tmp_path / "pub").mkdir()
     (tmp_path / "pub" / "results.json").write_text(json.dumps(published))
     again = rep.collect([tmp_path / "pub"], tmp_path / "again", "icml25 collect again pub")
     assert again["methods"][0]["claims"][0]["metric"] == "the schema-1 run's words"
     assert again["sources"][0]["texts_from_code"] == 0
+    assert again["sources"][0]["schema"] == 1  # the provenance says what the run was
 
 
 def test_seeds_run_extends_cuts_and_is_what_results_record(tmp_path, monkeypatch):

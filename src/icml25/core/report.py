@@ -197,6 +197,11 @@ def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
 
 _RULE = re.compile(r"^mean (>=|<=|>|<) (\S+)(?: \(partial if (?:>=|<=|>|<) (\S+)\))?$")
 PRE_AUDIT = "null arm not measured (a schema-1 run, made before the power audit)"
+REJUDGED_NOTE = (
+    "Re-judged from a schema-1 run (before the power audit of issue 48): intervals from its "
+    "per-seed values; its null arms were not measured, so none of its claims counts as "
+    "reproduced."
+)
 
 
 def parse_rule(text: str) -> Rule | None:
@@ -242,13 +247,14 @@ def rejudge_schema1(entry: dict[str, Any]) -> dict[str, Any]:
         )
         claims.append(row)
     out["claims"] = claims
-    note = (
-        "Re-judged from a schema-1 run (before the power audit of issue 48): intervals from its "
-        "per-seed values; its null arms were not measured, so none of its claims counts as "
-        "reproduced."
-    )
-    out["notes"] = [*entry.get("notes", []), note]
+    out["notes"] = [*entry.get("notes", []), REJUDGED_NOTE]
     return out
+
+
+def rejudged(entry: dict[str, Any]) -> bool:
+    """Whether ``entry`` is a schema-1 run re-judged by :func:`rejudge_schema1` (its note says
+    so, also after it was collected into a schema-2 file)."""
+    return REJUDGED_NOTE in entry.get("notes", [])
 
 
 def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
@@ -270,7 +276,7 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
             entry = m if results["schema"] >= 2 else rejudge_schema1(m)
             # texts are rebuilt only for runs made under the audited engine: a re-judged
             # schema-1 run's sizes and protocol may not be today's
-            run_schema = carried.get(m["method"], {}).get("schema", results["schema"])
+            run_schema = 1 if rejudged(entry) else results["schema"]
             retexted = retext(entry) if run_schema >= 2 else 0
             for fig in entry.get("figures", []):
                 if (src_dir / fig).exists():
@@ -285,7 +291,7 @@ def collect(sources: list[Path], out_dir: Path, command: str) -> dict[str, Any]:
                 "created": results.get("created"),
                 "schema": results["schema"],
             })  # fmt: skip
-            origin[m["method"]]["texts_from_code"] = retexted
+            origin[m["method"]].update(schema=run_schema, texts_from_code=retexted)
     order = [slug for slug in load_all() if slug in entries]
     order += [slug for slug in entries if slug not in order]
     collected = build_results([entries[s] for s in order], command)
