@@ -58,7 +58,10 @@ METHODS: dict[str, frozenset[str]] = {
 # Methods whose tiny run trains with torch: a threaded reduction sums in another order, the
 # last bits of a gradient differ, and training carries the difference forward, so their numbers
 # are compared to a loose tolerance; their verdicts, null-arm verdicts and gates must still agree.
-TRAINED: frozenset[str] = frozenset()
+TRAINED: frozenset[str] = frozenset(
+    # measured: the numbers moved by 1e-6 to 1e-4 relative between 1 and 2 threads, no verdict
+    {"drift_calibration", "it3", "pointwise_info"}
+)
 
 RUN = """
 import json, sys
@@ -88,7 +91,10 @@ def tiny_run(slug: str, threads: int, out: Path) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["error"] is None, result["error"]
-    assert set(result["pools"].values()) == {threads}, result["pools"]
+    # the BLAS pool follows the environment; a method may pin torch's own pool to one thread
+    # (equilibrium_planner and soup_of_experts do), which is thread-independent by design
+    assert threads in set(result["pools"].values()), result["pools"]
+    assert set(result["pools"].values()) <= {1, threads}, result["pools"]
     return result
 
 
@@ -104,6 +110,8 @@ def assert_same_results(
     assert [c["id"] for c in a["claims"]] == [c["id"] for c in b["claims"]]
     for ca, cb in zip(a["claims"], b["claims"], strict=True):
         cid = ca["id"]
+        if cid in timings:  # a clock differs between any two runs, and so may its verdict
+            continue
         assert (ca["verdict"], ca["rule_verdict"]) == (cb["verdict"], cb["rule_verdict"]), cid
         pairs = [(ca["measured"], cb["measured"])]
         if ca.get("null") and "arm" in ca["null"]:
@@ -112,8 +120,6 @@ def assert_same_results(
         if ca.get("gate"):
             assert ca["gate"]["passed"] == cb["gate"]["passed"], cid
             pairs.append((ca["gate"]["measured"], cb["gate"]["measured"]))
-        if cid in timings:
-            continue
         for ma, mb in pairs:
             np.testing.assert_allclose(values(ma), values(mb), rtol=rtol, atol=1e-9, err_msg=cid)
 
@@ -140,11 +146,13 @@ def test_the_comparison_can_fail() -> None:
     moved["claims"][0]["measured"]["values"] = [0.0]
     with pytest.raises(AssertionError):
         assert_same_results(run, moved, frozenset())
-    assert_same_results(run, moved, frozenset({"c"}))  # a timing: values not compared
+    assert_same_results(run, moved, frozenset({"c"}))  # a timing: not compared
+    with pytest.raises(AssertionError):  # a trained method's tolerance still catches a move
+        assert_same_results(run, moved, frozenset(), rtol=1e-2)
     flipped = json.loads(json.dumps(run))
     flipped["claims"][0]["null"]["verdict"] = "partial"
     with pytest.raises(AssertionError):
-        assert_same_results(run, flipped, frozenset({"c"}))
+        assert_same_results(run, flipped, frozenset(), rtol=1e-2)
 
 
 @pytest.mark.parametrize("slug", sorted(METHODS))
