@@ -191,6 +191,11 @@ def test_per_query_msa_fit_and_generate_from_files(tmp_path: Path) -> None:
     assert tok.shape == (6, width)
     assert len({len(x) for x in rag.generate("CCCCCO", n=20, seed=3)}) > 1  # variable length
     assert rag.generate_tokens(None, n=2, d=0, length=7).shape == (2, 7)
+    # several positions unmasked per step: the same call, another (valid) sample of that width
+    fast = rag.generate_tokens("CCCCCO", n=6, positions_per_step=3)
+    assert fast.shape == (6, width) and fast.min() >= 0
+    with pytest.raises(ValueError, match="positions_per_step"):
+        rag.generate_tokens("CCCCCO", n=2, positions_per_step=0)
 
 
 def test_aligner_argument_is_checked() -> None:

@@ -55,7 +55,6 @@ from icml25.enzyme_rag.data import (
     zero_shot_split,
 )
 from icml25.enzyme_rag.evaluation import blastp_identity, profile_hmm_scores
-from icml25.enzyme_rag.model import sample_oadm
 from icml25.enzyme_rag.real_claims import REAL_CLAIMS
 from icml25.enzyme_rag.sequences import decode, encode
 from icml25.enzyme_rag.training import EnzymeRAG, pad_tokens
@@ -456,27 +455,22 @@ def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[s
     def sample(
         model: EnzymeRAG, smiles: str | None, rows: list[str] | None, width: int, tag: int
     ) -> list[str]:
-        ctx_t = None
+        """``k`` samples for ``smiles`` with the given enzymes as context rows (aligned by the
+        run's caching aligner), or without context at ``width`` columns."""
+        context = None
         if rows:
             aligned = st.aligner(rows) if len(rows) > 1 else rows
-            c = torch.as_tensor(encode(aligned, name="aligned rows"))
-            width = c.shape[1]
-            ctx_t = c[None].expand(k, -1, -1)
-        mol = None
-        if smiles is not None:
-            mol = torch.as_tensor(molecule_features([smiles], n_bits=model.mol_bits)).expand(k, -1)
-        gen = torch.Generator().manual_seed(seed * 1000 + tag)
-        out = sample_oadm(
-            model.model_,
-            length=width,
+            context = encode(aligned, name="aligned rows")
+        tokens = model.generate_tokens(
+            smiles,
             n=k,
-            context=ctx_t,
-            mol=mol,
-            generator=gen,
+            d=0,
+            context=context,
+            length=None if context is not None else width,
+            seed=seed * 1000 + tag,
             positions_per_step=cfg.positions_per_step,
         )
-        assert isinstance(out, torch.Tensor)
-        return _strip(out.numpy())
+        return _strip(tokens)
 
     n_t = len(st.targets)
     shift = int(rng.integers(1, n_t)) if n_t > 1 else 0

@@ -528,13 +528,16 @@ class EnzymeRAG:
         length: int | None = None,
         seed: int = 0,
         temperature: float = 1.0,
+        positions_per_step: int = 1,
     ) -> np.ndarray:
         """Sample ``n`` query rows ``(n, W)`` for ``smiles`` (``None``: no molecule), with
         ``d`` retrieved rows (0: none) or an explicit aligned ``context`` ``(R, W)``. The width
         ``W`` is the context's; without context rows it is ``length`` (default: the global
-        alignment's width, or the median training sequence length)."""
+        alignment's width, or the median training sequence length). ``positions_per_step``
+        positions are unmasked per denoising step (:func:`sample_oadm`)."""
         self._check_fitted()
         n = V.integer("n", n, low=1)
+        positions_per_step = V.integer("positions_per_step", positions_per_step, low=1)
         if context is None:
             dd = self.d if d is None else V.integer("d", d, low=0)
             if dd > 0 and smiles is None:
@@ -565,6 +568,7 @@ class EnzymeRAG:
             n=n,
             context=ctx,
             mol=mol,
+            positions_per_step=positions_per_step,
             temperature=temperature,
             generator=gen,
         )
