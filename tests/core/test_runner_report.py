@@ -452,6 +452,8 @@ def test_seeds_run_extends_cuts_and_is_what_results_record(tmp_path, monkeypatch
     assert RunContext(budget="full", seeds=(5, 0), out_dir=tmp_path).seeds_run(3, 3) == (5, 0, 6)
     with pytest.raises(ValueError, match="at_most"):
         ctx.seeds_run(at_most=0)
+    with pytest.raises(ValueError, match="at least one seed"):
+        RunContext(budget="full", seeds=(), out_dir=tmp_path).seeds_run(at_least=2)
     m = _fake_method(monkeypatch, lambda c: {"acc": [1.0] * len(c.seeds_run(at_least=5))})
     assert run_method(m, budget="full", seeds=[0, 1, 2], out_dir=tmp_path)["seeds"] == [
         0,

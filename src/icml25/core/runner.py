@@ -39,6 +39,8 @@ class RunContext:
         if at_most is not None and at_most < 1:
             raise ValueError(f"at_most must be >= 1 or None, got {at_most!r}")
         seeds = list(self.seeds[:at_most])
+        if not seeds and at_least > 0:
+            raise ValueError("seeds must hold at least one seed to extend, got none")
         while len(seeds) < at_least:
             seeds.append(max(seeds) + 1)
         self.ran_seeds.update(seeds)
