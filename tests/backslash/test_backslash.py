@@ -4,6 +4,7 @@ against known generalized Gaussians, the proximal step against brute force, the 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -526,3 +527,122 @@ def test_a_cnn_is_constrained_and_coded_by_default(tmp_path):
     assert stats.coded_params == bs.n_params
     with pytest.raises(ValueError, match=r"params=\["):
         BackSlash(nn.Sequential(nn.ReLU(), nn.LayerNorm(3)), lam=1.0)
+
+
+def test_a_rans_file_of_the_constriction_coder_still_loads():
+    """tests/backslash/data/net-rans-constriction.bs was written by the codec of e01defd (one
+    constriction AnsCoder stream, no "rans_layout" in its header) from ``Net()`` after
+    ``torch.manual_seed(0)``, at delta 0.01."""
+    path = Path(__file__).parent / "data" / "net-rans-constriction.bs"
+    torch.manual_seed(0)
+    net = Net()
+    back = Net()
+    stats = load_compressed(path, back)
+    assert stats.coded_params == 576 and stats.file_bytes == 2201
+    for name, p in default_rate_params(net):
+        expected = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
+        assert torch.equal(back.state_dict()[name], expected), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(2, 3000),
+    n=st.integers(1, 5000),
+    skew=st.floats(0.0, 4.0),
+    lanes=st.integers(1, 300),
+    seed=st.integers(0, 2**31),
+    wide=st.booleans(),
+)
+def test_interleaved_rans_round_trips_any_alphabet_and_lane_count(k, n, skew, lanes, seed, wide):
+    from icml25.backslash import rans as R
+
+    rng = np.random.default_rng(seed)
+    weights = rng.random(k) ** (1 + skew) + 1e-9
+    index = rng.choice(k, size=n, p=weights / weights.sum())
+    index[0] = 0  # at least two distinct symbols in the counts, as the coder requires
+    counts = np.bincount(index, minlength=max(k, 2)) + 1  # every symbol codable
+    width, precision = (32, 24) if wide else (16, 16)
+    if len(counts) > (1 << precision) // 2:
+        return
+    p = R.Plan(width, precision, R.quantise_counts(counts, precision), min(lanes, n))
+    assert p.freqs.sum() == 1 << precision and p.freqs.min() >= 1
+    stream = R.encode(index, p)
+    assert np.array_equal(R.decode(stream, n, p), index)
+    values = rng.normal(size=len(counts)).astype(np.float32)
+    assert np.array_equal(R.decode(stream, n, p, values), values[index])
+    # the cost is the ideal code length under the quantised frequencies, plus the coder's own
+    # loss (about 0.07% where 2^P = L, measured), the lanes' final states and a word
+    ideal = R.cross_entropy_bits(np.bincount(index, minlength=len(counts)), p.freqs, precision)
+    bits = stream.itemsize * 8 * len(stream)
+    assert ideal - 1e-6 <= bits <= ideal * (1 + 2**-10) + p.lanes * 2 * width + width
+
+
+def test_interleaved_rans_refuses_a_damaged_stream():
+    from icml25.backslash import rans as R
+
+    rng = np.random.default_rng(0)
+    index = rng.integers(0, 40, size=20000)
+    counts = np.bincount(index, minlength=40)
+    p = R.plan(counts, float((counts * np.log2(counts.sum() / counts)).sum()))
+    stream = R.encode(index, p)
+    with pytest.raises(ValueError, match="corrupt stream"):
+        R.decode(stream[:-1], len(index), p)
+    with pytest.raises(ValueError, match="corrupt stream"):
+        R.decode(np.concatenate([stream, stream[-1:]]), len(index), p)
+    for at in rng.integers(0, len(stream), size=50):  # states and words
+        bad = stream.copy()
+        bad[at] ^= 1 << int(rng.integers(0, 16))
+        with pytest.raises(ValueError, match="corrupt stream"):  # every lane must end at its
+            R.decode(bad, len(index), p)  # initial state, the stream used up: a flip shows
+
+
+def test_rans_plan_picks_the_width_and_precision_by_the_rounding_cost():
+    from icml25.backslash import rans as R
+
+    rng = np.random.default_rng(0)
+    narrow = np.bincount(np.round(rng.laplace(0, 20, 10**6)).astype(int) + 400)
+    narrow = narrow[narrow > 0]
+    wide = np.bincount(np.round(rng.laplace(0, 2000, 10**6)).astype(int) + 40000)
+    wide = wide[wide > 0]
+    for counts, width in ((narrow, 16), (wide, 32)):
+        h = float((counts * np.log2(counts.sum() / counts)).sum())
+        p = R.plan(counts, h)
+        assert p.width == width
+        loss = R.cross_entropy_bits(counts, p.freqs, p.precision) - h
+        assert 0 <= loss <= R.ROUNDING_SHARE * h
+        assert p.lanes * 2 * width <= R.STATE_SHARE * h
+
+
+def test_interleaved_rans_is_no_larger_than_constrictions_coder_by_more_than_its_lanes():
+    """The maintained library's rANS (constriction, one stream) as the size reference."""
+    constriction = pytest.importorskip("constriction")
+    from icml25.backslash import rans as R
+    from icml25.backslash.coding import constriction_categorical, order0_entropy_bits
+
+    rng = np.random.default_rng(1)
+    q = np.round(rng.laplace(0, 15, 400_000)).astype(np.int64)
+    index = np.searchsorted(np.unique(q), q)
+    counts = np.bincount(index)
+    coder = constriction.stream.stack.AnsCoder()
+    coder.encode_reverse(index.astype(np.int32), constriction_categorical(counts))
+    reference = 32 * coder.num_words()
+    h = order0_entropy_bits(counts)
+    p = R.plan(counts, h)
+    ours = 8 * R.encode(index, p).nbytes
+    assert h <= reference and h <= ours <= reference + p.lanes * 2 * p.width + 0.001 * h
+
+
+def test_a_format2_exp_golomb_file_of_the_old_block_size_still_loads():
+    """tests/backslash/data/net-eg-format2.bs was written by the coder of 825a49e (blocks of
+    sqrt(n) codewords, read then by a byte-gathering loop) from ``Net()`` after
+    ``torch.manual_seed(0)``, at delta 0.01."""
+    path = Path(__file__).parent / "data" / "net-eg-format2.bs"
+    torch.manual_seed(0)
+    net = Net()
+    back = Net()
+    stats = load_compressed(path, back)
+    assert stats.coded_params == 576 and stats.file_bytes == 2228
+    for name, p in net.state_dict().items():
+        if name in dict(default_rate_params(net)):
+            p = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
+        assert torch.equal(back.state_dict()[name], p), name
