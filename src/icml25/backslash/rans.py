@@ -32,6 +32,7 @@ lanes, fewer NumPy rounds). All together under 0.7%.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +104,7 @@ def lanes_for(n: int, entropy_bits: float, width: int) -> int:
     return int(max(1, min(MAX_LANES, int(STATE_SHARE * entropy_bits / (2 * width)), n)))
 
 
-def _types(width: int) -> tuple[type, type]:
+def _types(width: int) -> tuple[Any, Any]:
     if width == 16:
         return np.uint32, np.uint16
     if width == 32:
