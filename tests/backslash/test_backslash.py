@@ -646,3 +646,12 @@ def test_a_format2_exp_golomb_file_of_the_old_block_size_still_loads():
         if name in dict(default_rate_params(net)):
             p = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
         assert torch.equal(back.state_dict()[name], p), name
+
+
+def test_exp_golomb_takes_codewords_up_to_63_bits_and_refuses_longer():
+    u = np.array([0, 2**32 - 2, 5, 2**32 - 2], dtype=np.uint64)  # 63-bit codewords
+    stream, offsets, total, block = eg_encode(u, 2)
+    assert total == 1 + 63 + 5 + 63
+    np.testing.assert_array_equal(eg_decode(stream, offsets, len(u), block, total), u)
+    with pytest.raises(ValueError, match=r"u must be below 2\^32 - 1"):
+        eg_encode(np.array([2**32 - 1], dtype=np.uint64))

@@ -131,13 +131,21 @@ def zigzag(q: np.ndarray) -> np.ndarray:
 def unzigzag(u: np.ndarray) -> np.ndarray:
     """Inverse of :func:`zigzag`."""
     u = _integers("u", u).astype(np.int64)
-    return np.where(u % 2 == 1, (u + 1) // 2, -(u // 2))
+    h = (u + 1) >> 1  # |q|
+    m = (u & 1) - 1  # 0 for odd u (q > 0), -1 for even (q <= 0): (h ^ m) - m is h or -h
+    return (h ^ m) - m
 
 
 def eg_lengths(u: np.ndarray) -> np.ndarray:
     """Order-0 Exp-Golomb code lengths ``2 floor(log2(u + 1)) + 1`` (exact for ``u < 2^52``)."""
-    _, exp = np.frexp(_integers("u", u).astype(np.float64) + 1.0)
-    return (2 * (exp.astype(np.int64) - 1) + 1).astype(np.int64)
+    return _eg_lengths(_integers("u", u)).astype(np.int64)
+
+
+def _eg_lengths(u: np.ndarray) -> np.ndarray:
+    """:func:`eg_lengths` as ``uint8`` without the input check: ``floor(log2(u + 1))`` is the
+    exponent field of ``u + 1`` in float64 (exact below ``2^52``)."""
+    e = (u.astype(np.float64) + 1.0).view(np.uint64) >> np.uint64(52)
+    return (2 * (e.astype(np.int16) - 1023) + 1).astype(np.uint8)
 
 
 def coded_bits(theta: Any, delta: float) -> int:
@@ -151,49 +159,48 @@ def _block_size(n: int) -> int:
     return int(min(1024, max(256, math.isqrt(max(n, 1)) + 1)))
 
 
-ENCODE_CHUNK = 1 << 22
-"""Codewords per pass of :func:`eg_encode`: its temporaries (about ten uint64 arrays of this
-length) stay near 0.3 GiB however large the model, instead of ten copies of all its weights."""
+ENCODE_CHUNK = 1 << 15
+"""Codewords per pass of :func:`eg_encode` (whole blocks): its temporaries (about ten arrays of
+this length) stay in the CPU's cache, and its memory stays near one byte per codeword beyond
+the stream, however large the model."""
 
 
 def eg_encode(u: np.ndarray, block: int | None = None) -> tuple[bytes, np.ndarray, int, int]:
-    """Encode unsigned integers. Returns ``(stream, block_offsets, total_bits, block)``."""
+    """Encode unsigned integers below ``2^32 - 1`` (codewords of at most 63 bits). Returns
+    ``(stream, block_offsets, total_bits, block)``."""
     u = _integers("u", u).ravel()
+    if u.size and int(u.max()) >= 2**32 - 1:
+        raise ValueError(f"u must be below 2^32 - 1 (63-bit codewords), got {int(u.max())}")
     n = len(u)
     block = _block_size(n) if block is None else V.integer("block", block, low=1)
-    # passes over whole blocks: first each pass's bit count (where the next one starts), then
-    # the codewords of each pass written at their global bit positions
+    lengths = _eg_lengths(u)  # one byte per codeword, computed once
+    # passes over whole blocks: each pass's first bit from the sums of the lengths before it,
+    # then the codewords of each pass written at their global bit positions
     step = max(block, ENCODE_CHUNK // block * block)
-    cuts = list(range(0, n, step))
-    bases = np.zeros(len(cuts) + 1, dtype=np.int64)
-    for i, a in enumerate(cuts):
-        bases[i + 1] = bases[i] + int(eg_lengths(u[a : a + step]).sum())
+    cuts = np.arange(0, n, step)
+    sums = np.add.reduceat(lengths, cuts, dtype=np.int64) if n else np.zeros(0, np.int64)
+    bases = np.concatenate([[0], np.cumsum(sums)]).astype(np.int64)
     total = int(bases[-1])
     words = np.zeros((total + 63) // 64 + 1, dtype=np.uint64)
     offsets = np.zeros(-(-n // block), dtype=np.uint64)
-    for i, a in enumerate(cuts):
-        part = u[a : a + step]
-        lengths = eg_lengths(part)
-        ends = np.cumsum(lengths) + bases[i]
-        starts = ends - lengths
-        offsets[a // block : (a + len(part) - 1) // block + 1] = starts[::block].astype(np.uint64)
+    one, b64, b128 = np.uint64(1), np.uint64(64), np.uint64(128)
+    for i, a in enumerate(cuts.tolist()):
+        lg = lengths[a : a + step].astype(np.int64)
+        starts = np.cumsum(lg) - lg + bases[i]
+        offsets[a // block : (a + len(lg) - 1) // block + 1] = starts[::block]
         # each codeword (the integer u + 1 in `length` bits) lands in one or two 64-bit words;
         # the pieces are disjoint bits, so a word is the OR of its pieces (reduceat over runs)
-        v = part + np.uint64(1)
+        v = u[a : a + step] + one
         off = (starts & 63).astype(np.uint64)
         w0 = starts >> 6
-        lg = lengths.astype(np.uint64)
-        fits = off + lg <= np.uint64(64)
-        left = np.where(fits, np.uint64(64) - off - lg, np.uint64(0))
-        right = np.where(fits, np.uint64(0), off + lg - np.uint64(64))
-        first = (v << left) >> right
-        at = np.r_[0, np.flatnonzero(np.diff(w0)) + 1]  # runs of equal (sorted) word index
+        end = off + lg.astype(np.uint64)
+        fits = end <= b64
+        first = (v << np.where(fits, b64 - end, 0)) >> np.where(fits, 0, end - b64)
+        at = np.flatnonzero(np.diff(w0, prepend=-1))  # runs of equal (sorted) word index
         words[w0[at]] |= np.bitwise_or.reduceat(first, at)
-        spill = ~fits
-        if spill.any():
-            sv = v[spill] << (np.uint64(128) - off[spill] - lg[spill])
-            w1 = w0[spill] + 1  # at most one spill per word: no runs to reduce
-            words[w1] |= sv
+        spill = np.flatnonzero(~fits)
+        if len(spill):  # at most one spill per word: no runs to reduce
+            words[w0[spill] + 1] |= v[spill] << (b128 - end[spill])
     stream = words.astype(">u8").tobytes()[: (total + 7) // 8]
     return stream, offsets, total, block
 
