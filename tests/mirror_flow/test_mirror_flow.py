@@ -456,3 +456,47 @@ def test_strictly_falling_ignores_float_ties():
     assert _strictly_falling([3.0, 2.0, 1.0]) == 1.0
     assert _strictly_falling([1.0, 1.0 - 1e-14, 1.0 - 2e-14]) == 0.0  # x = w: the same limit
     assert _strictly_falling([1.0, 0.5, 0.5, 0.7]) == pytest.approx(1 / 3)
+
+
+# ---- issue 57: the faster loops give the same numbers ----------------------------------------
+
+
+def test_shared_schedule_groups_runs_with_the_same_history():
+    from icml25.mirror_flow.reproduce import shared_schedule
+
+    segments, rows = shared_schedule([0, 13, 5, 13, 40, 5], 20)
+    assert [(k0, k1) for k0, k1, *_ in segments] == [(0, 5), (5, 13), (13, 20)]
+    # first segment: never decayed (off 0) vs decaying (all others)
+    _, _, seg_rows, keep, decays = segments[0]
+    assert len(set(seg_rows.tolist())) == 2 and decays.tolist() == [False, True]
+    assert (keep == 0).all()  # both rows continue the one-row start
+    assert seg_rows[1] == seg_rows[2] == seg_rows[4]
+    # the last segment: one row per distinct off (40 > steps decays throughout)
+    _, _, seg_rows, _, decays = segments[-1]
+    assert seg_rows[1] == seg_rows[3] and seg_rows[2] == seg_rows[5]
+    assert len(set(seg_rows.tolist())) == 4 and decays[seg_rows[4]] and not decays[seg_rows[1]]
+    assert (rows == seg_rows).all()
+    assert shared_schedule([0, 3], 0)[0] == [] and (shared_schedule([0, 3], 0)[1] == 0).all()
+
+
+def test_lora_runs_in_a_batch_equal_the_runs_alone_bit_for_bit():
+    """lora_gd and full_gd compute still-identical runs once and each run's products apart, so
+    a run's numbers do not depend on the batch it is in (issue 57)."""
+    from icml25.mirror_flow.reproduce import full_gd
+
+    rng = np.random.default_rng(11)
+    n, d, h, r = 30, 5, 8, 2
+    X, y = rng.standard_normal((n, d)), rng.standard_normal((n, 1))
+    base = rng.standard_normal((h, d)), rng.standard_normal(h), rng.standard_normal((1, h)), 0.1
+    A0 = rng.standard_normal((r, d))
+    offs, steps, grid = [0, 7, 3, 7, 25, 20], 20, [0, 3, 5, 7, 20]
+    (A, B), bal = lora_gd(X, y, base, A0, 0.05, 0.3, offs, steps, grid)
+    D = full_gd(X, y, base, 0.05, 0.3, offs, steps)
+    for run, off in enumerate(offs):
+        (a, b), bal1 = lora_gd(X, y, base, A0, 0.05, 0.3, [off], steps, grid)
+        np.testing.assert_array_equal(A[run], a[0])
+        np.testing.assert_array_equal(B[run], b[0])
+        np.testing.assert_array_equal(bal[:, run], bal1[:, 0])
+        np.testing.assert_array_equal(D[run], full_gd(X, y, base, 0.05, 0.3, [off], steps)[0])
+    # weight decay on for 20 of 20 steps or for all of them: the same run
+    np.testing.assert_array_equal(A[4], A[5])
