@@ -390,6 +390,35 @@ def test_forward_cost_times_forward_and_backward(method):
         assert cost["seconds"] > 0 and cost["cpu_seconds"] > 0
 
 
+def test_forward_costs_runs_each_method_and_length_in_a_forked_process_in_order():
+    from icml25.cca_attention.experiments import forward_costs
+
+    runs = [("sdpa", 2048), ("cca", 256), ("cca-dense", 256), ("sdpa", 64)]
+    costs = forward_costs(runs, repeats=2, threads=1)
+    assert len(costs) == 4
+    for cost in costs:
+        assert {"seconds", "cpu_seconds", "mib", "cpu_runs", "wall_runs", "mib_runs"} == set(cost)
+        assert cost["cpu_seconds"] > 0 and len(cost["cpu_runs"]) == 1
+    # in the order given: SDPA at L = 2,048 takes far longer than at L = 64 (about 1,000x)
+    assert costs[0]["cpu_seconds"] > 10 * costs[3]["cpu_seconds"]
+    with pytest.raises(ValueError, match="method must be"):
+        forward_costs([("sdpa", 64), ("flash", 64)])
+
+
+def test_the_quick_cut_of_the_pooling_models_leaves_every_other_needle_arm_unchanged():
+    from dataclasses import replace
+
+    from icml25.cca_attention.reproduce import BUDGETS, needle_arms
+
+    assert BUDGETS["quick"].pooling is False and BUDGETS["full"].pooling is True
+    b = replace(BUDGETS["tiny"], steps=2, finetune_steps=1, test_items=40)
+    every = needle_arms(b, 0, lambda _msg: None)
+    cut = needle_arms(replace(b, pooling=False), 0, lambda _msg: None)
+    assert set(every) - set(cut) == {"cca_mean", "cca_mean_2"}
+    for name, ok in cut.items():
+        assert (ok == every[name]).all(), name
+
+
 def _sdpa_parameters():
     """SDPA's parameter names, read from PyTorch's own docstring (the builtin has no
     inspectable signature)."""
