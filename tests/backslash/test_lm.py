@@ -82,11 +82,22 @@ def _ctx(tmp_path):
     return RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
 
 
-def test_lm_block_on_the_tiny_llama(tmp_path):
+def test_lm_block_on_the_tiny_llama(tmp_path, monkeypatch):
     from icml25.core.claims import Measurement, gate_key, null_key
 
     ctx = _ctx(tmp_path)
+    coded: list[float] = []  # the normal fine-tune's coder passes in the matched-bits search
+    real_lm_bits = lm.lm_bits
+
+    def counted(model, delta):
+        coded.append(delta)
+        return real_lm_bits(model, delta)
+
+    monkeypatch.setattr(lm, "lm_bits", counted)
     out = R.lm_block(ctx, R.BUDGETS["tiny"].lm)
+    # issue 57: no step is coded twice, and delta = 0.01 (the normal fine-tune's own bits,
+    # already known) not at all
+    assert coded and len(coded) == len(set(coded)) and R.LM_DELTA not in coded
     want = {c.id for c in R.LM_CLAIMS}
     want |= {null_key(c.id) for c in R.LM_CLAIMS if c.null is not None and c.null.arm}
     want |= {gate_key(c.id) for c in R.LM_CLAIMS if c.gate is not None}
@@ -162,6 +173,35 @@ def test_example_script_on_a_users_saved_model(tmp_path, monkeypatch, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert (out / "model.bs").stat().st_size == summary["file_bytes"]
     assert "step 3/3" in capsys.readouterr().out
+
+
+def test_sliced_quantiser_and_bit_count_equal_the_coder_across_slices(monkeypatch):
+    """Issue 57: the quantiser and the bit count go slice by slice (lm._CHUNK weights); with
+    slices of 7 weights, tensors of several slices and a ragged last one give the coder's
+    values bit for bit, and a bad value in a later slice raises quantize's error for the
+    whole tensor (its NaN count, its largest value)."""
+    from icml25.backslash import coded_bits, dequantize, quantize
+
+    monkeypatch.setattr(lm, "_CHUNK", 7)
+    g = torch.Generator().manual_seed(1)
+    ties = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, 3.0, -0.2]) * 0.01
+    for w in (torch.randn(5, 9, generator=g) * 0.05, torch.randn(50, generator=g), ties):
+        for delta in (0.01, 0.00731):
+            want = torch.from_numpy(dequantize(quantize(w, delta), delta).reshape(w.shape))
+            got = lm._dequantised(w, delta)
+            assert got.shape == w.shape
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+            assert lm._tensor_coded_bits(w, delta) == coded_bits(w, delta)
+    bad = torch.zeros(30)
+    bad[20], bad[25] = float("nan"), float("inf")
+    with pytest.raises(ValueError, match="got 2 NaN/inf"):
+        lm._tensor_coded_bits(bad, 0.01)
+    with pytest.raises(ValueError, match="got 2 NaN/inf"):
+        lm._dequantised(bad, 0.01)
+    big = torch.zeros(30)
+    big[29] = 1e9
+    with pytest.raises(ValueError, match=r"largest \|theta\| is 1e"):
+        lm._dequantised(big, 0.01)
 
 
 def test_torch_quantiser_and_bit_count_equal_the_coder_bit_for_bit():
