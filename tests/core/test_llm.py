@@ -113,3 +113,31 @@ def test_real_smollm2_answers_a_capital():  # opt-in: make llm, then pytest -m s
     real = HFLanguageModel.load()
     assert len(real.blocks) == 30
     assert "Paris" in real.generate(["What is the capital of France?"], 12)[0]
+
+
+@pytest.mark.slow
+def test_two_processes_converting_smollm2_at_once_both_load_one_folder(tmp_path):
+    """The main job's two workers may both be first to need SmolLM2: the conversion runs under
+    a file lock into a temporary folder, so one converts, the other waits and loads."""
+    import os
+    import subprocess
+    import sys
+
+    from icml25.core.llm import smollm2_gguf
+
+    try:
+        smollm2_gguf()
+    except FileNotFoundError:
+        pytest.skip("SmolLM2 is not installed (make llm)")
+    code = (
+        "from icml25.core.llm import load_causal_lm; "
+        "m, _ = load_causal_lm(); print(len(m.model.layers))"
+    )
+    env = os.environ | {"ICML25_CACHE": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    assert [r.communicate()[0].strip().splitlines()[-1] for r in runs] == ["30", "30"]
+    folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
+    assert folders == ["smollm2-135m-instruct"]  # no ".partial" folder left

@@ -105,23 +105,41 @@ def load_causal_lm(
 
 
 def _convert_smollm2(out: Path) -> None:
-    """Dequantise the GGUF once and save it as safetensors (with its tokenizer)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    """Dequantise the GGUF once and save it as safetensors (with its tokenizer) in ``out``.
 
-    gguf = smollm2_gguf()
-    folder, name = str(gguf.parent), gguf.name
-    quantised = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    config = AutoConfig.from_pretrained(folder, gguf_file=name)
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(quantised.state_dict(), strict=False)
-    if getattr(config, "tie_word_embeddings", False):
-        model.tie_weights()
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    Under a file lock beside ``out``, into a temporary folder renamed to ``out`` at the end:
+    two processes that start at once (the main job's workers) convert once, and no process
+    ever loads a half-written folder. The configuration is the loaded model's (a second parse
+    of the GGUF cost about 5 CPU-s; the files written are byte for byte the same)."""
+    import copy
+    import shutil
+
+    from filelock import FileLock  # a dependency of huggingface_hub, hence of transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out) + ".lock"):
+        if (out / "config.json").is_file():  # another process converted it meanwhile
+            return
+        gguf = smollm2_gguf()
+        folder, name = str(gguf.parent), gguf.name
+        quantised = AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=name, dtype=torch.float32
+        )
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        config = copy.deepcopy(quantised.config)
+        if hasattr(config, "quantization_config"):  # the GGUF model cannot be saved as it is
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(quantised.state_dict(), strict=False)
+        if getattr(config, "tie_word_embeddings", False):
+            model.tie_weights()
+        tmp = out.with_name(out.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)  # left by an interrupted conversion
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        shutil.rmtree(out, ignore_errors=True)  # a folder without config.json is incomplete
+        tmp.rename(out)
 
 
 def finetune_windows(
