@@ -655,3 +655,28 @@ def test_exp_golomb_takes_codewords_up_to_63_bits_and_refuses_longer():
     np.testing.assert_array_equal(eg_decode(stream, offsets, len(u), block, total), u)
     with pytest.raises(ValueError, match=r"u must be below 2\^32 - 1"):
         eg_encode(np.array([2**32 - 1], dtype=np.uint64))
+
+
+def test_rans_files_do_not_depend_on_the_thread_count(tmp_path):
+    """Tensors are coded on as many threads as torch may use, each alone: same bytes."""
+    gen = torch.Generator().manual_seed(0)
+    net = nn.Sequential(nn.Linear(300, 200), nn.Linear(200, 100), nn.Linear(100, 10))
+    with torch.no_grad():
+        for m in net:
+            m.weight.copy_(torch.randn(m.weight.shape, generator=gen) * 0.02)
+    saved = torch.get_num_threads()
+    files = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            path = tmp_path / f"t{threads}.bs"
+            save_compressed(net, path, 1e-3, codec="rans")
+            files.append(path.read_bytes())
+            back = nn.Sequential(nn.Linear(300, 200), nn.Linear(200, 100), nn.Linear(100, 10))
+            load_compressed(path, back)
+            pairs = zip(default_rate_params(net), default_rate_params(back), strict=True)
+            for (_, a), (_, b) in pairs:
+                assert torch.equal(torch.from_numpy(dequantize(quantize(a, 1e-3), 1e-3)), b)
+    finally:
+        torch.set_num_threads(saved)
+    assert files[0] == files[1]

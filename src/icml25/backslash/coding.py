@@ -72,27 +72,44 @@ def _check_delta(delta: float) -> float:
     return float(delta)
 
 
+QUANT_CHUNK = 1 << 16
+"""Weights per slice of :func:`quantize`: its float64 temporaries stay in the CPU's cache."""
+
+
 def quantize(theta: Any, delta: float) -> np.ndarray:
     """``round(theta / delta)`` as int64 (round half to even), with a clear error on NaN/inf
-    or on values too large for the coder."""
+    or on values too large for the coder. Elementwise, in slices of :data:`QUANT_CHUNK`."""
     delta = _check_delta(delta)
-    x = theta.detach().cpu().double().numpy() if isinstance(theta, torch.Tensor) else theta
+    x = theta.detach().cpu().numpy() if isinstance(theta, torch.Tensor) else theta
     x = np.asarray(x)
     if x.dtype.kind not in "iuf":  # NumPy would turn the string "0.1" into a number
         raise ValueError(f"weights must be numbers (a tensor or an array), got dtype {x.dtype}")
-    x = x.astype(np.float64)
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, dtype=np.int64)
+    buf = np.empty(min(QUANT_CHUNK, flat.size), dtype=np.float64)
+    for a in range(0, flat.size, QUANT_CHUNK):
+        part = flat[a : a + QUANT_CHUNK]
+        q = buf[: len(part)]
+        np.divide(part.astype(np.float64, copy=False), delta, out=q)  # as float64(theta) / delta
+        np.rint(q, out=q)
+        if not np.abs(q).max() < MAX_Q:  # NaN and inf fail too
+            _quantize_error(x, delta)
+        out[a : a + len(part)] = q
+    return out.reshape(x.shape)
+
+
+def _quantize_error(x: np.ndarray, delta: float) -> None:
+    """The clear error for weights :func:`quantize` cannot code (NaN/inf, or too large)."""
+    x = np.asarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError(
             f"weights must be finite to be coded, got {int(np.sum(~np.isfinite(x)))} NaN/inf"
         )
-    q = np.rint(x / delta)
-    big = np.abs(q) >= MAX_Q
-    if big.any():
-        raise ValueError(
-            f"|theta| / delta reaches {np.abs(q).max():.3g}, above the coder's limit {MAX_Q}: "
-            f"use a larger delta (largest |theta| is {np.abs(x).max():.3g})"
-        )
-    return q.astype(np.int64)
+    q = np.abs(np.rint(x / delta))
+    raise ValueError(
+        f"|theta| / delta reaches {q.max():.3g}, above the coder's limit {MAX_Q}: "
+        f"use a larger delta (largest |theta| is {np.abs(x).max():.3g})"
+    )
 
 
 def dequantize(q: np.ndarray, delta: float) -> np.ndarray:
@@ -293,13 +310,19 @@ def symbol_table(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.zeros(0, np.int64), np.zeros(0, np.uint32), np.zeros(0, np.int32)
     lo, hi = int(q.min()), int(q.max())
     if hi - lo < 1 << 24:
-        counts = np.bincount(q - lo)
+        # in slices that stay in cache: one bincount each, then the dense index of each value
+        counts = np.zeros(hi - lo + 1, dtype=np.int64)
+        for a in range(0, q.size, QUANT_CHUNK):
+            counts += np.bincount(q[a : a + QUANT_CHUNK] - lo, minlength=len(counts))
         values = np.flatnonzero(counts)
         lut = np.zeros(len(counts), dtype=np.int32)
         lut[values] = np.arange(len(values), dtype=np.int32)
-        return values + lo, counts[values].astype(np.uint32), lut[q - lo]
-    values, index, counts = np.unique(q, return_inverse=True, return_counts=True)
-    return values, counts.astype(np.uint32), index.astype(np.int32)
+        index = np.empty(q.size, dtype=np.int32)
+        for a in range(0, q.size, QUANT_CHUNK):
+            np.take(lut, q[a : a + QUANT_CHUNK] - lo, out=index[a : a + QUANT_CHUNK])
+        return values + lo, counts[values].astype(np.uint32), index
+    values, inverse, counts = np.unique(q, return_inverse=True, return_counts=True)
+    return values, counts.astype(np.uint32), inverse.astype(np.int32)
 
 
 def order0_entropy_bits(counts: np.ndarray) -> float:
@@ -356,18 +379,29 @@ def rans_encode(
     rANS of :mod:`icml25.backslash.rans`. Returns the streams (one after another), each
     tensor's ``(values, counts)`` and its layout ``[width, precision, lanes, stream bytes]``
     (zeros for a tensor of at most one distinct value, which costs no bits)."""
-    parts, tables, layout = [], [], []
-    for q in tensors:
+
+    def one(q: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], list[int], bytes]:
         values, counts, index = symbol_table(q)
-        tables.append((values, counts))
-        if len(values) > 1:
-            p = R.plan(counts, order0_entropy_bits(counts))
-            data = R.encode(index, p).astype(_word_dtype(p.width)).tobytes()
-            layout.append([p.width, p.precision, p.lanes, len(data)])
-            parts.append(data)
-        else:
-            layout.append([0, 0, 0, 0])
-    return b"".join(parts), tables, layout
+        if len(values) <= 1:
+            return (values, counts), [0, 0, 0, 0], b""
+        p = R.plan(counts, order0_entropy_bits(counts))
+        data = R.encode(index, p).astype(_word_dtype(p.width)).tobytes()
+        return (values, counts), [p.width, p.precision, p.lanes, len(data)], data
+
+    done = _map_tensors(one, tensors)
+    return b"".join(d for *_, d in done), [t for t, *_ in done], [m for _, m, _ in done]
+
+
+def _map_tensors(fn: Any, items: list[Any]) -> list[Any]:
+    """``[fn(x) for x in items]``, on as many threads as torch may use (NumPy's whole-array
+    steps release the GIL; each tensor is coded alone, so the bytes do not depend on it)."""
+    workers = min(torch.get_num_threads(), len(items))
+    if workers <= 1:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(fn, items))
 
 
 def rans_decode(
@@ -378,21 +412,29 @@ def rans_decode(
     dequantised floats); a corrupt stream raises ``ValueError``."""
     if len(layout) != len(tables):
         raise ValueError("corrupt header: the rANS layout does not match the symbol tables")
-    out, at = [], 0
+    jobs: list[tuple[Any, ...]] = []
+    at = 0
     for (values, counts), (width, precision, lanes, size) in zip(tables, layout, strict=True):
-        n = int(counts.sum())
         if len(values) > 1:
-            if width not in (16, 32) or not 2 <= precision <= width or lanes < 1:
+            if width not in (16, 32) or not 2 <= precision <= width or lanes < 1 or size < 0:
                 raise ValueError("corrupt header: an impossible rANS layout")
-            p = R.Plan(width, precision, R.quantise_counts(counts, precision), lanes)
-            words = np.frombuffer(stream[at : at + size], dtype=_word_dtype(width))
-            out.append(R.decode(words, n, p, values))
+            jobs.append((values, counts, (width, precision, lanes), stream[at : at + size]))
             at += size
         else:
-            out.append(np.full(n, values[0] if len(values) else 0, dtype=values.dtype))
+            jobs.append((values, counts, None, b""))
     if at != len(stream):
         raise ValueError("corrupt stream: rANS data left over after the last tensor")
-    return out
+
+    def one(job: tuple[Any, ...]) -> np.ndarray:
+        values, counts, shape, data = job
+        n = int(counts.sum())
+        if shape is None:
+            return np.full(n, values[0] if len(values) else 0, dtype=values.dtype)
+        width, precision, lanes = shape
+        p = R.Plan(width, precision, R.quantise_counts(counts, precision), lanes)
+        return R.decode(np.frombuffer(data, dtype=_word_dtype(width)), n, p, values)
+
+    return _map_tensors(one, jobs)
 
 
 def _rans_decode_constriction(

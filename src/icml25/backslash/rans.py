@@ -132,7 +132,8 @@ def encode(index: np.ndarray, p: Plan) -> np.ndarray:
             chunks.append((xs[out] & low).astype(word_t))
             xs[out] >>= w
         fk = f[k]
-        xs[:] = ((xs // fk) << prec) + xs % fk + c[k]
+        quo, rem = np.divmod(xs, fk)  # one division for both
+        xs[:] = (quo << prec) + rem + c[k]
     states = np.empty(2 * lanes, dtype=word_t)
     states[0::2] = x & low
     states[1::2] = x >> w
