@@ -34,6 +34,6 @@ register(
     url="https://arxiv.org/abs/2412.12465",
     summary="Groups of tokens pooled into core tokens by significance, plus a local window, "
     "under one softmax: long-range context at O(L (L/g + s)) cost.",
-    quick_seconds=80,  # measured alone at 2 threads (99 s in a one-thread --jobs 2 worker)
+    quick_seconds=168,  # measured: 168 s CPU on one thread, empty model cache (issue 57)
     module="icml25.cca_attention.reproduce",
 )
