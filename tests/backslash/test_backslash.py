@@ -658,7 +658,7 @@ def test_exp_golomb_takes_codewords_up_to_63_bits_and_refuses_longer():
 
 
 def test_rans_files_do_not_depend_on_the_thread_count(tmp_path):
-    """Tensors are coded on as many threads as torch may use, each alone: same bytes."""
+    """The coder's NumPy and torch steps may use threads: the bytes must not depend on it."""
     gen = torch.Generator().manual_seed(0)
     net = nn.Sequential(nn.Linear(300, 200), nn.Linear(200, 100), nn.Linear(100, 10))
     with torch.no_grad():
