@@ -529,21 +529,6 @@ def test_a_cnn_is_constrained_and_coded_by_default(tmp_path):
         BackSlash(nn.Sequential(nn.ReLU(), nn.LayerNorm(3)), lam=1.0)
 
 
-def test_a_rans_file_of_the_constriction_coder_still_loads():
-    """tests/backslash/data/net-rans-constriction.bs was written by the codec of e01defd (one
-    constriction AnsCoder stream, no "rans_layout" in its header) from ``Net()`` after
-    ``torch.manual_seed(0)``, at delta 0.01."""
-    path = Path(__file__).parent / "data" / "net-rans-constriction.bs"
-    torch.manual_seed(0)
-    net = Net()
-    back = Net()
-    stats = load_compressed(path, back)
-    assert stats.coded_params == 576 and stats.file_bytes == 2201
-    for name, p in default_rate_params(net):
-        expected = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
-        assert torch.equal(back.state_dict()[name], expected), name
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     k=st.integers(2, 3000),
@@ -632,20 +617,28 @@ def test_interleaved_rans_is_no_larger_than_constrictions_coder_by_more_than_its
     assert h <= reference and h <= ours <= reference + p.lanes * 2 * p.width + 0.001 * h
 
 
-def test_a_format2_exp_golomb_file_of_the_old_block_size_still_loads():
-    """tests/backslash/data/net-eg-format2.bs was written by the coder of 825a49e (blocks of
-    sqrt(n) codewords, read then by a byte-gathering loop) from ``Net()`` after
-    ``torch.manual_seed(0)``, at delta 0.01."""
-    path = Path(__file__).parent / "data" / "net-eg-format2.bs"
+@pytest.mark.parametrize(
+    ("name", "file_bytes"),
+    [
+        # the codec of e01defd: one constriction AnsCoder stream, no "rans_layout" in the header
+        ("net-rans-constriction.bs", 2201),
+        # the coder of 825a49e: Exp-Golomb blocks of sqrt(n) codewords, read by a byte loop then
+        ("net-eg-format2.bs", 2228),
+    ],
+)
+def test_files_of_the_earlier_writers_still_load(name, file_bytes):
+    """Each file in tests/backslash/data was written by an earlier coder from ``Net()`` after
+    ``torch.manual_seed(0)``, at delta 0.01: it loads into the same weights, quantised."""
     torch.manual_seed(0)
     net = Net()
     back = Net()
-    stats = load_compressed(path, back)
-    assert stats.coded_params == 576 and stats.file_bytes == 2228
-    for name, p in net.state_dict().items():
-        if name in dict(default_rate_params(net)):
+    stats = load_compressed(Path(__file__).parent / "data" / name, back)
+    assert stats.coded_params == 576 and stats.file_bytes == file_bytes
+    coded = dict(default_rate_params(net))
+    for key, p in net.state_dict().items():
+        if key in coded:
             p = torch.from_numpy(dequantize(quantize(p, 0.01), 0.01).reshape(p.shape))
-        assert torch.equal(back.state_dict()[name], p), name
+        assert torch.equal(back.state_dict()[key], p), key
 
 
 def test_exp_golomb_takes_codewords_up_to_63_bits_and_refuses_longer():
