@@ -32,7 +32,7 @@ them (see the README for the commit).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -226,7 +226,7 @@ BUDGETS = {
         None, 200_000, (128, 4, 16, 7),
     ),
     "full": Budget(
-        48, 2, 4, 48, 16, 800, GRID, 3, 8, 6, 4, 48, 96, 200, 100, "minilm", 3, None,
+        48, 2, 4, 48, 16, 800, GRID, 3, 8, 6, 4, 48, 96, 200, 100, "minilm", 5, None,
         400_000, (256, 4, 16, 9),
     ),
 }  # fmt: skip
@@ -376,9 +376,10 @@ def _checkpointed(
     ctx: RunContext, b: Budget, setup: Setup, pools: Pools, seed: int
 ) -> dict[str, Any]:
     """One seed's run, saved under the output folder so that an interrupted run resumes (a
-    saved seed is reused only for the same budget, data and encoder)."""
+    saved seed is reused only for the same budget, data and encoder; the budget's seed count
+    does not enter a seed's run, so it is left out of the key)."""
     path = ctx.out_dir / f"seed{seed}-{ctx.budget}.json"
-    key = f"{b!r} | {setup.domains.source} | {pools.encoder}"
+    key = f"{replace(b, seeds=0)!r} | {setup.domains.source} | {pools.encoder}"
     if path.exists():
         saved = json.loads(path.read_text())
         if saved.get("key") == key:
