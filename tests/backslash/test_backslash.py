@@ -3,6 +3,7 @@ against known generalized Gaussians, the proximal step against brute force, the 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -35,6 +36,26 @@ from icml25.backslash import (
 )
 
 # ------------------------------------------------------------------------------------ the coder
+
+
+@contextlib.contextmanager
+def compiled(on: bool):  # type: ignore[no-untyped-def]
+    """Code through the compiled loops (``on``) or through the NumPy fallback."""
+    from icml25.backslash import kernels
+
+    saved = kernels.AVAILABLE
+    kernels.AVAILABLE = on and kernels.numba is not None
+    try:
+        yield
+    finally:
+        kernels.AVAILABLE = saved
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def coder_path(request):  # type: ignore[no-untyped-def]
+    """Run a test through both implementations of the coders."""
+    with compiled(request.param == "compiled"):
+        yield request.param
 
 
 def test_exp_golomb_codewords_and_lengths():
@@ -71,22 +92,26 @@ def test_encode_decode_round_trip(values, block):
     st.integers(1, 600),
 )
 def test_encoding_in_passes_gives_the_same_stream(values, block, chunk):
-    # eg_encode writes ENCODE_CHUNK codewords a pass (bounded memory on a 135M-weight model);
-    # any pass size must give the bytes and block offsets of one pass over everything
+    # NumPy's eg_encode writes ENCODE_CHUNK codewords a pass (bounded memory on a 135M-weight
+    # model); any pass size must give the bytes and block offsets of the compiled writer's one
+    # pass over everything
     from icml25.backslash import coding
 
     u = np.array(values, dtype=np.uint64)
-    one = eg_encode(u, block)
+    with compiled(True):
+        one = eg_encode(u, block)
     saved = coding.ENCODE_CHUNK
     coding.ENCODE_CHUNK = chunk
     try:
-        many = eg_encode(u, block)
+        with compiled(False):
+            many = eg_encode(u, block)
     finally:
         coding.ENCODE_CHUNK = saved
     assert one[0] == many[0] and one[2:] == many[2:]
     np.testing.assert_array_equal(one[1], many[1])
-    if len(u):
-        np.testing.assert_array_equal(eg_decode(*many[:2], len(u), block, many[2]), u)
+    for on in (True, False):
+        with compiled(on):
+            np.testing.assert_array_equal(eg_decode(*many[:2], len(u), block, many[2]), u)
 
 
 @pytest.mark.parametrize(
@@ -114,7 +139,7 @@ def test_quantize_rejects_nan_huge_and_bad_delta():
         quantize(np.array([0.1]), 0.0)
 
 
-def test_corrupt_stream_is_detected():
+def test_corrupt_stream_is_detected(coder_path):
     stream, offsets, total, blk = eg_encode(np.arange(100, dtype=np.uint64), 10)
     broken = bytes([stream[0] ^ 0xFF]) + stream[1:]
     with pytest.raises(ValueError, match="corrupt"):
@@ -363,7 +388,7 @@ def test_backslash_needs_parameters_and_an_lr():
 
 
 @pytest.mark.parametrize("codec", ["eg", "rans"])
-def test_every_bit_flip_and_truncation_of_a_file_is_refused(tmp_path, codec):
+def test_every_bit_flip_and_truncation_of_a_file_is_refused(tmp_path, codec, coder_path):
     """Format 2's CRCs: flipping any one bit, or cutting the file anywhere, gives a clear
     ValueError naming the file, never a different model (the old format decoded some flips)."""
     torch.manual_seed(0)
@@ -562,7 +587,64 @@ def test_interleaved_rans_round_trips_any_alphabet_and_lane_count(k, n, skew, la
     assert ideal - 1e-6 <= bits <= ideal * (1 + 2**-10) + p.lanes * 2 * width + width
 
 
-def test_interleaved_rans_refuses_a_damaged_stream():
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(2, 3000),
+    n=st.integers(1, 4000),
+    skew=st.floats(0.0, 4.0),
+    lanes=st.integers(1, 300),
+    seed=st.integers(0, 2**31),
+    layout=st.sampled_from([(16, 16), (32, 18), (32, 24)]),  # P = 24: binary search, no LUT
+)
+def test_compiled_and_numpy_rans_write_the_same_stream(k, n, skew, lanes, seed, layout):
+    from icml25.backslash import rans as R
+
+    rng = np.random.default_rng(seed)
+    weights = rng.random(k) ** (1 + skew) + 1e-9
+    index = rng.choice(k, size=n, p=weights / weights.sum())
+    counts = np.bincount(index, minlength=max(k, 2)) + 1
+    width, precision = layout
+    if len(counts) > (1 << precision) // 2:
+        return
+    p = R.Plan(width, precision, R.quantise_counts(counts, precision), min(lanes, n))
+    with compiled(True):
+        fast = R.encode(index, p)
+        back_fast = R.decode(fast, n, p)
+    with compiled(False):
+        ref = R.encode(index, p)
+        back_ref = R.decode(fast, n, p)
+    assert fast.dtype == ref.dtype and np.array_equal(fast, ref)
+    assert np.array_equal(back_fast, index) and np.array_equal(back_ref, index)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**32 - 2), min_size=0, max_size=3000),
+    st.sampled_from([1, 7, 256, 1024]),
+)
+def test_compiled_and_numpy_exp_golomb_write_the_same_stream(values, block):
+    u = np.array(values, dtype=np.uint64)
+    with compiled(True):
+        fast = eg_encode(u, block)
+    with compiled(False):
+        ref = eg_encode(u, block)
+    assert fast[0] == ref[0] and fast[2:] == ref[2:]
+    np.testing.assert_array_equal(fast[1], ref[1])
+    for on in (True, False):
+        with compiled(on):
+            np.testing.assert_array_equal(eg_decode(*fast[:2], len(u), block, fast[2]), u)
+
+
+def test_rans_refuses_indices_outside_its_plan():
+    from icml25.backslash import rans as R
+
+    p = R.Plan(16, 16, R.quantise_counts(np.array([3, 1]), 16), 1)
+    for bad in ([0, 2], [-1, 0]):
+        with pytest.raises(ValueError, match=r"index must lie in 0 \.\. 1"):
+            R.encode(np.array(bad), p)
+
+
+def test_interleaved_rans_refuses_a_damaged_stream(coder_path):
     from icml25.backslash import rans as R
 
     rng = np.random.default_rng(0)

@@ -10,7 +10,9 @@ Each coded weight goes through three steps (the paper's "parameter entropy encod
 The codewords are concatenated MSB-first into one bitstream. So that decoding can be
 vectorised, the stream is cut into blocks of ``block`` codewords, and the bit offset of every
 block is stored (64 bits per block, counted in the size). The decoder then reads codeword
-``j`` of all blocks at once. Nothing in either direction is a Python loop per weight.
+``j`` of all blocks at once (the NumPy path; the compiled path,
+:mod:`icml25.backslash.kernels`, reads block by block, writing the same stream). Nothing in
+either direction is a Python loop per weight.
 
 File layout (``save_compressed``, format 2):
 - the magic bytes ``ICML25B2``;
@@ -27,16 +29,16 @@ CRC before decoding, and names the file and the failing part; a flipped bit anyw
 exactly.
 
 ``codec="rans"`` replaces step 3 by an entropy coder: the quantised symbols of each tensor are
-coded with interleaved rANS (:mod:`icml25.backslash.rans`, whole-array NumPy: one step per
-round of up to 32,768 lanes) under that tensor's own order-0 model, the counts of its distinct
-symbols, which the file stores (the values as differences and the counts, zlib-compressed,
-counted in the size); the header holds each tensor's word width, precision, lanes and stream
-length. The coded size is within 1% of the empirical order-0 entropy (under 0.7% by
-construction), where Exp-Golomb is close to it only for sharply peaked weights. Files written
-with ``codec="rans"`` by the first coder (constriction's ``AnsCoder``, one stream; their header
-has no ``rans_layout``) are still read through constriction. The header says which codec
-wrote the file; both are read, and files written before the option (Exp-Golomb) still load.
-"""
+coded with interleaved rANS (:mod:`icml25.backslash.rans`: up to 32,768 lanes, compiled loops or
+whole-array NumPy with one step per round of lanes, the same stream) under that tensor's own
+order-0 model, the counts of its distinct symbols, which the file stores (the values as
+differences and the counts, zlib-compressed, counted in the size); the header holds each
+tensor's word width, precision, lanes and stream length. The coded size is within 1% of the
+empirical order-0 entropy (under 0.7% by construction), where Exp-Golomb is close to it only for
+sharply peaked weights. Files written with ``codec="rans"`` by the first coder (constriction's
+``AnsCoder``, one stream; their header has no ``rans_layout``) are still read through
+constriction. The header says which codec wrote the file; both are read, and files written
+before the option (Exp-Golomb) still load."""
 
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml25.backslash import kernels
 from icml25.backslash import rans as R
 from icml25.backslash.rate import default_rate_params
 from icml25.core import validate as V
@@ -133,7 +136,7 @@ def _integers(name: str, x: Any, signed: bool = False) -> np.ndarray:
     kind = "integers" if signed else "integers >= 0"
     if not ok:
         raise ValueError(f"{name} must hold {kind}, got dtype {arr.dtype} {arr.ravel()[:5]}")
-    out = arr.astype(np.int64 if signed else np.uint64)
+    out = arr.astype(np.int64 if signed else np.uint64, copy=False)
     if not signed and out.size and int(out.max()) >= 2**62:
         raise ValueError(f"{name} must hold codes below 2^62, got {int(out.max())}")
     return out
@@ -141,7 +144,11 @@ def _integers(name: str, x: Any, signed: bool = False) -> np.ndarray:
 
 def zigzag(q: np.ndarray) -> np.ndarray:
     """Signed to unsigned: ``q > 0 -> 2q - 1``, ``q <= 0 -> -2q`` (0, 1, -1, 2 -> 0, 1, 2, 3)."""
-    q = _integers("q", q, signed=True)
+    q = np.ascontiguousarray(_integers("q", q, signed=True))
+    if kernels.AVAILABLE:
+        out = np.empty(q.shape, dtype=np.uint64)
+        kernels.zigzag(q.reshape(-1), out.reshape(-1))
+        return out
     return (2 * np.abs(q) - (q > 0)).astype(np.uint64)
 
 
@@ -190,6 +197,11 @@ def eg_encode(u: np.ndarray, block: int | None = None) -> tuple[bytes, np.ndarra
         raise ValueError(f"u must be below 2^32 - 1 (63-bit codewords), got {int(u.max())}")
     n = len(u)
     block = _block_size(n) if block is None else V.integer("block", block, low=1)
+    if kernels.AVAILABLE:  # two compiled passes: the size, then the stream (the same bytes)
+        u = np.ascontiguousarray(u)
+        total = int(kernels.eg_bits(u))
+        words, offsets = kernels.eg_encode(u, block, (total + 63) // 64 + 1)
+        return words.astype(">u8").tobytes()[: (total + 7) // 8], offsets, total, block
     lengths = _eg_lengths(u)  # one byte per codeword, computed once
     # passes over whole blocks: each pass's first bit from the sums of the lengths before it,
     # then the codewords of each pass written at their global bit positions
@@ -228,24 +240,26 @@ def eg_decode(
     """Decode ``count`` codewords (``uint64``). The blocks are read in parallel, one codeword
     per block per iteration, through 64-bit windows of the stream; a corrupt stream raises
     ``ValueError``."""
-    rows = _eg_decode_plus_one(stream, offsets, count, block, total_bits)
-    return _by_block(rows, count, lambda v: v.astype(np.uint64) - np.uint64(1), np.uint64)
+    flat = _eg_decode_plus_one(stream, offsets, count, block, total_bits)
+    return _mapped(flat, lambda v: v.astype(np.uint64) - np.uint64(1), np.uint64)
 
 
 def _eg_decode_plus_one(
     stream: bytes, offsets: np.ndarray, count: int, block: int, total_bits: int
 ) -> np.ndarray:
-    """``u + 1`` of each codeword as ``uint32`` (exact: codewords of at most 63 bits hold
-    ``u + 1 < 2^32``): codeword ``j`` of block ``b`` at ``[j, b]`` (see :func:`_by_block`).
+    """``u + 1`` of each codeword as ``uint32`` in stream order (exact: codewords of at most 63
+    bits hold ``u + 1 < 2^32``): compiled (:mod:`~icml25.backslash.kernels`, block by block)
+    where Numba is there, else whole-array NumPy, all blocks at once:
 
     Iteration ``j`` reads codeword ``j`` of every block: ``p`` its bit position, the window
     ``w`` the 64 bits from ``p`` (word ``p >> 6`` shifted left by ``p & 63``, or-ed with the next
     word's top bits). The codeword has ``z`` leading zeros and ``2z + 1`` bits: with ``f`` the
     float64 exponent field of ``w >> 11`` (exact below ``2^53``), ``z = 1075 - f``, so ``z > 31``
     (corrupt) is ``f < 1044``, and ``u + 1 = w >> (64 - 2z - 1) = w >> (2f - 2087)``. Codeword
-    ``j`` of all blocks is written as one row (contiguous)."""
+    ``j`` of all blocks is written as one row (contiguous), and the rows are transposed at the
+    end (torch's transpose, about twice NumPy's speed here)."""
     if count == 0:
-        return np.zeros((max(block, 1), 0), dtype=np.uint32)
+        return np.zeros(0, dtype=np.uint32)
     data = np.frombuffer(stream, dtype=np.uint8)
     if len(data) * 8 < total_bits:
         raise ValueError("corrupt stream: shorter than its header says")
@@ -259,6 +273,13 @@ def _eg_decode_plus_one(
     pos = offsets.astype(np.int64)
     if nblocks and (pos.min() < 0 or pos.max() > total_bits):
         raise ValueError("corrupt stream: a block starts outside the stream")
+    if kernels.AVAILABLE:
+        flat, err = kernels.eg_decode(words, offsets, count, block, total_bits)
+        if err == kernels.TOO_LONG:
+            raise ValueError("corrupt stream: a codeword longer than 63 bits")
+        if err != kernels.OK:
+            raise ValueError("corrupt stream: codewords do not end at the block boundaries")
+        return flat
     rows = np.zeros((block, nblocks), dtype=np.uint32)
     last_len = count - (nblocks - 1) * block
     b11, b52, b63, last = np.uint64(11), np.uint64(52), np.uint64(63), len(nxt) - 1
@@ -278,15 +299,13 @@ def _eg_decode_plus_one(
     ends = np.r_[offsets[1:].astype(np.int64), total_bits]
     if not np.array_equal(pos, ends):
         raise ValueError("corrupt stream: codewords do not end at the block boundaries")
-    return rows
-
-
-def _by_block(rows: np.ndarray, count: int, fn: Any, dtype: Any) -> np.ndarray:
-    """``fn`` of the codewords in stream order from ``rows`` (codeword ``j`` of block ``b`` at
-    ``rows[j, b]``): one transpose (torch's, about twice NumPy's speed here), then ``fn`` on
-    slices that stay in cache."""
     flat = torch.from_numpy(rows.view(np.int32)).T.contiguous().numpy().view(np.uint32)
-    flat = flat.reshape(-1)[:count]
+    return flat.reshape(-1)[:count]
+
+
+def _mapped(flat: np.ndarray, fn: Any, dtype: Any) -> np.ndarray:
+    """``fn`` of ``flat`` as ``dtype``, in slices that stay in cache."""
+    count = len(flat)
     out = np.empty(count, dtype=dtype)
     for a in range(0, count, QUANT_CHUNK):
         out[a : a + QUANT_CHUNK] = fn(flat[a : a + QUANT_CHUNK])
@@ -653,9 +672,9 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
         side_bits = 64 * nblocks
         stream = raw[at : at + header["stream_bytes"]]
         at += header["stream_bytes"]
-        rows = _eg_decode_plus_one(stream, offsets, count, block, header["total_bits"])
+        flat = _eg_decode_plus_one(stream, offsets, count, block, header["total_bits"])
         delta = header["delta"]
-        values = _by_block(rows, count, lambda v: _eg_values(v, delta), np.float32)
+        values = _mapped(flat, lambda v: _eg_values(v, delta), np.float32)
     else:
         raise ValueError(f"{path} uses codec {codec!r}, which this icml25 cannot read")
     state = model.state_dict()

@@ -1,5 +1,6 @@
-"""Interleaved rANS in whole-array NumPy: an order-0 entropy coder whose reader and writer take
-one NumPy step per *round* of lanes, not per symbol.
+"""Interleaved rANS: an order-0 entropy coder, compiled (:mod:`icml25.backslash.kernels`, one
+symbol at a time) where Numba is there, else in whole-array NumPy, whose reader and writer take
+one NumPy step per *round* of lanes, not per symbol; both write the same stream.
 
 The symbols of one tensor (indices ``0 .. K-1`` into its sorted distinct values) are dealt to
 ``N`` lanes, symbol ``i`` to lane ``i % N`` in round ``i // N``. Every lane is a range
@@ -35,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from icml25.backslash import kernels
 
 MAX_LANES = 1 << 15
 LUT_MAX_P = 20
@@ -114,7 +117,35 @@ def _types(width: int) -> tuple[Any, Any]:
 
 def encode(index: np.ndarray, p: Plan) -> np.ndarray:
     """The stream (``W``-bit words: each lane's final state as two words, low first, then the
-    emitted words in reading order) of symbol indices ``index`` (``0 .. K-1``)."""
+    emitted words in reading order) of symbol indices ``index`` (``0 .. K-1``): compiled
+    (:mod:`~icml25.backslash.kernels`) where Numba is there, else :func:`encode_numpy`."""
+    index = np.asarray(index).ravel()
+    if index.dtype not in (np.int32, np.int64):
+        index = index.astype(np.int64)
+    if len(index) and (int(index.min()) < 0 or int(index.max()) >= len(p.freqs)):
+        raise ValueError(
+            f"index must lie in 0 .. {len(p.freqs) - 1} (the plan's symbols), got "
+            f"{int(index.min())} .. {int(index.max())}"
+        )
+    if not kernels.AVAILABLE:
+        return encode_numpy(index, p)
+    state_t, word_t = _types(p.width)
+    f = p.freqs.astype(state_t)
+    c = (np.cumsum(p.freqs) - p.freqs).astype(state_t)
+    x = np.full(p.lanes, 1 << p.width, dtype=state_t)
+    buf = np.empty(len(index), dtype=word_t)
+    w, low = state_t(p.width), state_t((1 << p.width) - 1)
+    shift = state_t(2 * p.width - p.precision)
+    at = kernels.rans_encode(index, f, c, x, buf, w, state_t(p.precision), shift, low)
+    states = np.empty(2 * p.lanes, dtype=word_t)
+    states[0::2] = x & low
+    states[1::2] = x >> w
+    return np.concatenate([states, buf[at:]])
+
+
+def encode_numpy(index: np.ndarray, p: Plan) -> np.ndarray:
+    """:func:`encode` in whole-array NumPy, one step per round of lanes (the fallback without
+    Numba, and the tests' reference)."""
     state_t, word_t = _types(p.width)
     index = np.asarray(index, dtype=np.int64).ravel()
     n, lanes, w = len(index), p.lanes, state_t(p.width)
@@ -157,11 +188,21 @@ def decode(stream: np.ndarray, n: int, p: Plan, values: np.ndarray | None = None
     big = state_t(1 << p.width)
     if np.any(x < big):
         raise ValueError("corrupt stream: a lane's state is below the coder's range")
-    words = stream[2 * lanes :].astype(state_t)
     f = p.freqs.astype(state_t)
     c = (np.cumsum(p.freqs) - p.freqs).astype(state_t)
     prec, smask = state_t(p.precision), state_t((1 << p.precision) - 1)
     lut = p.precision <= LUT_MAX_P
+    if kernels.AVAILABLE:
+        sym = np.repeat(np.arange(len(f), dtype=np.int64), p.freqs) if lut else np.zeros(0, int)
+        words_in = stream[2 * lanes :] if len(stream) > 2 * lanes else np.zeros(1, word_t)
+        nw = len(stream) - 2 * lanes
+        out, err = kernels.rans_decode(words_in, nw, x, n, f, c, w, prec, big, smask, sym)
+        if err == kernels.ENDS_EARLY:
+            raise ValueError("corrupt stream: it ends before its last symbol")
+        if err != kernels.OK:
+            raise ValueError("corrupt stream: the lanes do not end where the encoder began")
+        return out if values is None else values[out]
+    words = stream[2 * lanes :].astype(state_t)
     if lut:
         sym = np.repeat(np.arange(len(f), dtype=np.int64), p.freqs)
         lut_f = f[sym]
