@@ -283,6 +283,11 @@ def test_null_arm_logic(measured, null, verdict, reason):
         assert reason in j.reason
 
 
+def test_an_unmeasured_claim_is_out_of_scale_with_a_reason():
+    j = _claim().judge(None, FAIL)
+    assert j.verdict == "out of scale" and j.reason and "not measured" in j.reason
+
+
 def test_missing_null_blocks_claims_not_controls_and_exemptions_count():
     assert _claim(null=None).judge(PASS).verdict == "inconclusive"
     assert _claim(null=None).judge(PASS).reason == "no null arm declared"

@@ -46,6 +46,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+NOT_MEASURED = "not measured in this run (the run's notes say why)"
+"""The reason of a ruled claim that the reproduction did not measure at its budget."""
+
 Verdict = Literal["reproduced", "partial", "not reproduced", "inconclusive", "out of scale"]
 VERDICTS: tuple[Verdict, ...] = (
     "reproduced",
@@ -549,8 +552,10 @@ class Claim:
         gate: Measurement | None = None,
     ) -> Judgement:
         """The verdict from the claim's, the null arm's and the gate's measurements."""
-        if self.rule is None or measured is None:
+        if self.rule is None:
             return Judgement("out of scale", "out of scale", self.out_of_scale)
+        if measured is None:
+            return Judgement("out of scale", "out of scale", NOT_MEASURED)
         rule_verdict = self.rule.verdict(measured)
         null_verdict = None if null is None else self.rule.verdict(null)
         gate_passed = None
