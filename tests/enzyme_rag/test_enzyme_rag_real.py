@@ -128,6 +128,79 @@ def test_caching_aligner_aligns_each_input_once():
     assert calls == [("MK", "MR"), ("MR", "MK")]
 
 
+def test_caching_aligner_on_disk_is_shared_between_instances(tmp_path):
+    calls = []
+
+    def aligner(seqs):
+        calls.append(tuple(seqs))
+        return [s + "-" for s in seqs]
+
+    first = caching_aligner(aligner, tmp_path / "msa")
+    assert first(["MK", "MR"]) == ["MK-", "MR-"]
+    second = caching_aligner(aligner, tmp_path / "msa")  # another process, a later run
+    assert second(["MK", "MR"]) == ["MK-", "MR-"]
+    assert calls == [("MK", "MR")]
+    assert len(list((tmp_path / "msa").glob("msa-*.json"))) == 1
+    # a file whose stored input is not this input (a hash collision, a hand edit) is not used
+    (f,) = (tmp_path / "msa").glob("msa-*.json")
+    f.write_text('{"input": ["XX"], "rows": ["XX"]}')
+    assert caching_aligner(aligner, tmp_path / "msa")(["MK", "MR"]) == ["MK-", "MR-"]
+    assert len(calls) == 2
+
+
+def test_a_seed_is_saved_and_reused_only_for_the_same_config_and_data(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from icml25.enzyme_rag import real
+
+    calls = []
+
+    def fake_seed(cfg, st, seed, ctx):
+        calls.append(seed)
+        rng = np.random.default_rng(seed)
+        return {
+            "seed": seed,
+            "hmm": {"full": rng.normal(size=3), "copy": rng.normal(size=3)},
+            "ident": {"full": rng.random(3)},
+            "novelty": rng.random(5),
+            "novelty_null": np.ones(5),
+            "diversity": float("nan"),
+            "auc_rows": rng.random((4, 2)),
+            "auc_rows_null": rng.random((4, 2)),
+            "lengths": 12.5,
+            "train_cpu_s": 1.0,
+            "cpu_s": 2.0,
+            "loss_end": 2.9,
+        }
+
+    monkeypatch.setattr(real, "_run_seed", fake_seed)
+    ctx = _ctx(tmp_path)
+    st = SimpleNamespace(stats="join: 10 substrates")
+    first = real._checkpointed_seed(TINY, st, 3, ctx)
+    again = real._checkpointed_seed(TINY, st, 3, ctx)
+    assert calls == [3]
+    for k, v in first.items():
+        if isinstance(v, dict):
+            for a in v:
+                np.testing.assert_array_equal(again[k][a], v[a])
+        else:
+            np.testing.assert_array_equal(again[k], v)
+    real._checkpointed_seed(TINY, SimpleNamespace(stats="join: 11 substrates"), 3, ctx)
+    bigger = RealConfig(300, 0, 3, 2, 8, 1, 4, 4, 4, 2, 16)
+    real._checkpointed_seed(bigger, SimpleNamespace(stats="join: 11 substrates"), 3, ctx)
+    assert calls == [3, 3, 3]
+
+
+def test_run_seed_says_what_is_missing(monkeypatch, tmp_path):
+    from icml25.enzyme_rag.real import run_seed
+
+    monkeypatch.setenv(EVODEX_ENV, str(tmp_path / "absent.csv"))
+    with pytest.raises(RuntimeError, match=r"absent\.csv"):
+        run_seed(tmp_path, 0, "tiny")
+    with pytest.raises(ValueError, match="budget must be one of"):
+        run_seed(tmp_path, 0, "huge")
+
+
 SMILES = [
     "CCO", "CCCO", "CCCCO", "CC(C)O", "OCCO", "CC(=O)O", "CCC(=O)O", "CCCC(=O)O",
     "OC(=O)CC(=O)O", "NCC(=O)O", "c1ccccc1O", "Cc1ccccc1O", "Oc1ccc(Cl)cc1", "Nc1ccccc1",
@@ -182,6 +255,17 @@ def test_real_path_end_to_end_on_small_files(monkeypatch, tmp_path):
     # copying a training enzyme is never novel: BLASTp identity 1 to the training set
     assert out[null_key("real_novelty")].mean == pytest.approx(1.0)
     assert out["real_split_tanimoto"].mean < 0.8
-    # a second run reads the cached join and gives the same numbers
-    again = real_measurements(_ctx(tmp_path), TINY)
+    # each seed is saved in the run's folder; a second run in another folder recomputes it
+    # (the join and the MSAs read from the cache) with the same numbers, and a run in the
+    # same folder reuses the saved seed, as seeds computed in parallel processes are
+    assert (tmp_path / "real-seed0-tiny.json").is_file()
+    other = tmp_path / "other"
+    again = real_measurements(_ctx(other), TINY)
     assert again["real_full_vs_copy"].values == out["real_full_vs_copy"].values
+    assert list((tmp_path / "cache" / "enzyme_rag" / "msa").glob("msa-*.json"))
+    said: list[str] = []
+    ctx3 = RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path, progress=said.append)  # type: ignore[arg-type]
+    third = real_measurements(ctx3, TINY)
+    assert any("reusing" in m for m in said)
+    for k, m in out.items():
+        assert third[k].values == m.values, k

@@ -71,6 +71,7 @@ __all__ = [
     "real_measurements",
     "real_selected",
     "restrict_length",
+    "run_seed",
 ]
 
 METASTUDENT = "/usr/share/metastudent-data/dataset_201401/{}/goasp.fasta"
@@ -253,14 +254,32 @@ def ec_profile_members(
     return np.zeros(0, dtype=np.int64)
 
 
-def caching_aligner(aligner: Aligner) -> Aligner:
-    """``aligner`` with a cache keyed by its input (seeds share the per-query MSAs)."""
+def caching_aligner(aligner: Aligner, folder: Path | None = None) -> Aligner:
+    """``aligner`` with a cache keyed by its input (seeds share the per-query MSAs); with
+    ``folder``, also on disk there, one JSON file per input (keyed by the aligner's name and
+    the sequences), so that seeds in separate processes and later runs share them too."""
     cache: dict[tuple[str, ...], list[str]] = {}
+    name = getattr(aligner, "__name__", type(aligner).__name__)
 
     def run(sequences: Sequence[str]) -> list[str]:
         key = tuple(sequences)
-        if key not in cache:
-            cache[key] = list(aligner(list(key)))
+        if key in cache:
+            return cache[key]
+        path = None
+        if folder is not None:
+            digest = hashlib.sha256("\n".join((name, *key)).encode()).hexdigest()[:24]
+            path = folder / f"msa-{digest}.json"
+            if path.is_file():
+                saved = json.loads(path.read_text())
+                if saved.get("input") == list(key):
+                    cache[key] = saved["rows"]
+                    return cache[key]
+        cache[key] = list(aligner(list(key)))
+        if path is not None:
+            folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"input": list(key), "rows": cache[key]}))
+            tmp.replace(path)
         return cache[key]
 
     return run
@@ -364,7 +383,7 @@ def _setup(cfg: RealConfig, full: EnzymeData, ec_of: dict[str, list[str]]) -> _S
     eligible = np.asarray(sorted(members), dtype=np.int64)
     targets = np.sort(rng.permutation(eligible)[: cfg.n_test])
     natural = [split.test_pairs[split.test_pairs[:, 0] == t, 1] for t in targets]
-    aligner = caching_aligner(default_aligner())
+    aligner = caching_aligner(default_aligner(), _cache_dir() / "msa")
     profiles: list[list[str] | None] = []
     for t in targets:
         seqs = [full.sequences[m] for m in members[int(t)]]
@@ -549,6 +568,70 @@ def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[s
     }
 
 
+def _seed_to_json(run: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in run.items():
+        if isinstance(v, dict):
+            out[k] = {a: np.asarray(x).tolist() for a, x in v.items()}
+        else:
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else v
+    return out
+
+
+def _seed_from_json(raw: dict[str, Any]) -> dict[str, Any]:
+    run = dict(raw)
+    for k in ("hmm", "ident"):
+        run[k] = {a: np.asarray(x, dtype=float) for a, x in raw[k].items()}
+    for k in ("novelty", "novelty_null"):
+        run[k] = np.asarray(raw[k], dtype=float)
+    for k in ("auc_rows", "auc_rows_null"):
+        run[k] = np.asarray(raw[k], dtype=float).reshape(-1, 2)
+    return run
+
+
+def _checkpointed_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[str, Any]:
+    """One real seed, saved as ``real-seed<S>-<budget>.json`` in the run's folder so that an
+    interrupted run resumes and seeds can run in parallel processes (:func:`run_seed`); a saved
+    seed is reused only for the same config and the same data (the setup's statistics)."""
+    path = ctx.out_dir / f"real-seed{seed}-{ctx.budget}.json"
+    key = f"{cfg!r} | {st.stats}"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            ctx.progress(f"real seed {seed}: reusing {path}")
+            return _seed_from_json(saved["run"])
+    run = _run_seed(cfg, st, seed, ctx)
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"key": key, "run": _seed_to_json(run)}))
+    tmp.replace(path)
+    return run
+
+
+def run_seed(out: str | Path, seed: int, budget: str = "full") -> Path:
+    """Compute one real-data seed of a budget into ``<out>/enzyme_rag/real-seed<S>-<budget>.json``
+    (one thread); ``icml25 reproduce enzyme_rag --budget <budget> --out <out>`` with the real
+    path selected then reuses it, so seeds can run in parallel processes. Returns the file."""
+    if budget not in REAL_CONFIGS:
+        raise ValueError(f"budget must be one of {sorted(REAL_CONFIGS)}, got {budget!r}")
+    found = locate_real_data()
+    if isinstance(found, str):
+        raise RuntimeError(f"real data not found: {found}")
+    csv, dbs = found
+    cfg = REAL_CONFIGS[budget]
+    ctx = RunContext(
+        budget=budget,  # type: ignore[arg-type]
+        seeds=(seed,),
+        out_dir=Path(out) / "enzyme_rag",
+        progress=lambda msg: print(msg, flush=True),
+    )
+    data, ec_of = load_join(csv, dbs)
+    st = _setup(cfg, data, ec_of)
+    torch.set_num_threads(1)
+    _checkpointed_seed(cfg, st, seed, ctx)
+    return ctx.out_dir / f"real-seed{seed}-{budget}.json"
+
+
 def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
     """The real-data claims' measurements (or NaN, with a note, where the path does not run)."""
     if not real_selected(ctx.budget):
@@ -569,7 +652,7 @@ def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        runs = [_run_seed(cfg, st, s, ctx) for s in ctx.seeds]
+        runs = [_checkpointed_seed(cfg, st, s, ctx) for s in ctx.seeds]
     finally:
         torch.set_num_threads(threads)
     ctx.seeds_run()
@@ -621,3 +704,14 @@ def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
         )
     ctx.note(f"real data: {time.process_time() - t0:.0f} CPU-s in all")
     return out
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=run_seed.__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--budget", default="full", choices=sorted(REAL_CONFIGS))
+    a = ap.parse_args()
+    print(run_seed(a.out, a.seed, a.budget))
