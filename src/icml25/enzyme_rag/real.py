@@ -108,8 +108,15 @@ class RealConfig:
 REAL_CONFIGS = {
     "tiny": RealConfig(200, 40, 4, 3, 16, 1, 20, 20, 4, 2, 8),
     "quick": RealConfig(300, 300, 20, 3, 32, 1, 300, 200, 8, 3, 8),
-    "full": RealConfig(400, 0, 60, 3, 32, 2, 2000, 600, 8, 10, 4),
+    "full": RealConfig(400, 0, 60, 3, 32, 1, 1200, 600, 8, 5, 8),
 }
+"""``full`` was sized on 2026-12-06 by ``benchmarks/enzyme_rag_real_pilot.py`` (seed 99, which no
+claim uses; costs only) before its first run: 0.18 CPU-s a generator step at 1 layer (0.64 at
+2), and sampling 10 sequences of one target at 4 positions a step 17.4 CPU-s (35.6 at 2 layers),
+so the earlier config (2 layers, 2,000 steps, 10 samples, 4 positions) cost about 3 CPU-hours
+a seed. This one: 1 layer, 1,200 steps a generator, 5 samples, 8 positions a step, about 28
+CPU-min a seed, so that three seeds in parallel processes and the synthetic full fit 60 minutes
+on 2 cores."""
 
 
 # ---------------------------------------------------------------- selection and data
