@@ -21,7 +21,6 @@ import torch
 
 from icml25.enzyme_rag import real
 from icml25.enzyme_rag.sequences import encode
-from icml25.enzyme_rag.training import EnzymeRAG
 
 SEED = 99
 
@@ -46,20 +45,7 @@ def main() -> None:
         costs = []
         for steps in args.steps:
             t = time.process_time()
-            rag = EnzymeRAG(
-                d=cfg.d,
-                depths=tuple(sorted({0, 1, cfg.d})),
-                aligner=st.aligner,
-                dim=cfg.dim,
-                heads=4,
-                layers=cfg.layers,
-                generator_steps=steps,
-                classifier_steps=10,
-                batch_size=cfg.batch,
-                lr=real.LR,
-                null_mol_prob=real.NULL_MOL_PROB,
-                seed=SEED,
-            ).fit(st.train_smiles, train_seqs, st.train_pairs)
+            rag = real.fit_conditioned(replace(cfg, gen_steps=steps, clf_steps=10), st, SEED)
             costs.append(time.process_time() - t)
             print(f"layers {layers}, {steps} steps: fit {costs[-1]:.1f} CPU-s", flush=True)
         (s1, s2), (c1, c2) = args.steps, costs

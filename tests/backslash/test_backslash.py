@@ -554,6 +554,16 @@ def test_a_cnn_is_constrained_and_coded_by_default(tmp_path):
         BackSlash(nn.Sequential(nn.ReLU(), nn.LayerNorm(3)), lam=1.0)
 
 
+def _skewed_symbols(k: int, n: int, skew: float, seed: int):  # type: ignore[no-untyped-def]
+    """``(rng, index, counts)``: ``n`` symbols of ``k`` drawn with skewed probabilities, and
+    counts that make every symbol codable (``+ 1``; at least two symbols)."""
+    rng = np.random.default_rng(seed)
+    weights = rng.random(k) ** (1 + skew) + 1e-9
+    index = rng.choice(k, size=n, p=weights / weights.sum())
+    index[0] = 0  # at least two distinct symbols in the counts, as the coder requires
+    return rng, index, np.bincount(index, minlength=max(k, 2)) + 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     k=st.integers(2, 3000),
@@ -566,11 +576,7 @@ def test_a_cnn_is_constrained_and_coded_by_default(tmp_path):
 def test_interleaved_rans_round_trips_any_alphabet_and_lane_count(k, n, skew, lanes, seed, wide):
     from icml25.backslash import rans as R
 
-    rng = np.random.default_rng(seed)
-    weights = rng.random(k) ** (1 + skew) + 1e-9
-    index = rng.choice(k, size=n, p=weights / weights.sum())
-    index[0] = 0  # at least two distinct symbols in the counts, as the coder requires
-    counts = np.bincount(index, minlength=max(k, 2)) + 1  # every symbol codable
+    rng, index, counts = _skewed_symbols(k, n, skew, seed)
     width, precision = (32, 24) if wide else (16, 16)
     if len(counts) > (1 << precision) // 2:
         return
@@ -599,10 +605,7 @@ def test_interleaved_rans_round_trips_any_alphabet_and_lane_count(k, n, skew, la
 def test_compiled_and_numpy_rans_write_the_same_stream(k, n, skew, lanes, seed, layout):
     from icml25.backslash import rans as R
 
-    rng = np.random.default_rng(seed)
-    weights = rng.random(k) ** (1 + skew) + 1e-9
-    index = rng.choice(k, size=n, p=weights / weights.sum())
-    counts = np.bincount(index, minlength=max(k, 2)) + 1
+    _, index, counts = _skewed_symbols(k, n, skew, seed)
     width, precision = layout
     if len(counts) > (1 << precision) // 2:
         return

@@ -438,12 +438,10 @@ def _strip(tokens: np.ndarray) -> list[str]:
     return [s if s else "A" for s in decode(tokens)]  # an all-gap sample becomes one residue
 
 
-def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[str, Any]:
-    data = st.data
-    train_seqs = [data.sequences[e] for e in st.train_ids]
-    t0 = time.process_time()
-    ctx.progress(f"real seed {seed}: generator ({cfg.gen_steps} steps, per-query MSAs)")
-    rag = EnzymeRAG(
+def fit_conditioned(cfg: RealConfig, st: _Setup, seed: int) -> EnzymeRAG:
+    """The full model of a real seed: Tanimoto retrieval, per-query MSAs by ``st.aligner``,
+    training depths 0, 1 and ``d``, its guidance classifier, fitted on the training split."""
+    return EnzymeRAG(
         d=cfg.d,
         depths=tuple(sorted({0, 1, cfg.d})),
         aligner=st.aligner,
@@ -456,7 +454,15 @@ def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[s
         lr=LR,
         null_mol_prob=NULL_MOL_PROB,
         seed=seed,
-    ).fit(st.train_smiles, train_seqs, st.train_pairs)
+    ).fit(st.train_smiles, [st.data.sequences[e] for e in st.train_ids], st.train_pairs)
+
+
+def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[str, Any]:
+    data = st.data
+    train_seqs = [data.sequences[e] for e in st.train_ids]
+    t0 = time.process_time()
+    ctx.progress(f"real seed {seed}: generator ({cfg.gen_steps} steps, per-query MSAs)")
+    rag = fit_conditioned(cfg, st, seed)
     ctx.progress(f"real seed {seed}: unconditional generator ({cfg.gen_steps} steps)")
     uncond = EnzymeRAG(
         d=1,
