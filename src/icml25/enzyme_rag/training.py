@@ -354,6 +354,8 @@ class EnzymeRAG:
         Generator size.
     generator_steps, classifier_steps, batch_size, lr
         Training budget.
+    classifier_batch_size
+        Pairs a classifier step (half positives, half negatives).
     classifier
         A trained classifier to use (frozen) instead of training one.
     seed
@@ -378,6 +380,7 @@ class EnzymeRAG:
         layers: int = 2,
         generator_steps: int = 1000,
         classifier_steps: int = 500,
+        classifier_batch_size: int = 256,
         batch_size: int = 32,
         lr: float = 1e-3,
         mol_bits: int = 256,
@@ -395,6 +398,7 @@ class EnzymeRAG:
         self.layers = layers
         self.generator_steps = generator_steps
         self.classifier_steps = classifier_steps
+        self.classifier_batch_size = classifier_batch_size
         self.batch_size = batch_size
         self.lr = lr
         self.mol_bits = mol_bits
@@ -475,6 +479,7 @@ class EnzymeRAG:
                 mol_features=self.mol_features_,
                 pairs=p,
                 steps=self.classifier_steps,
+                batch_size=self.classifier_batch_size,
                 seed=self.seed,
             )
             self.classifier_ = clf
