@@ -16,12 +16,14 @@ from icml25.enzyme_rag.data import EnzymeData
 from icml25.enzyme_rag.real import (
     BLASTDB_ENV,
     EVODEX_ENV,
+    REAL_ARMS,
     REAL_ENV,
     RealConfig,
     auc_of_rows,
     caching_aligner,
     ec_profile_members,
     learned_ratio,
+    real_figure,
     real_measurements,
     real_selected,
     restrict_length,
@@ -69,6 +71,18 @@ def test_fallback_makes_every_real_claim_out_of_scale(monkeypatch, tmp_path, why
         assert j.verdict == "out of scale", (c.id, j)
         judged += c.gate is not None
     assert judged >= 4
+
+
+def test_real_figure_draws_every_arm_of_every_seed(tmp_path):
+    rng = np.random.default_rng(0)
+    runs = [{"seed": s, "hmm": {a: rng.normal(size=5) for a in REAL_ARMS}} for s in (0, 1)]
+    ctx = _ctx(tmp_path)
+    real_figure(ctx, runs)
+    png = tmp_path / "enzyme_rag_real_arms.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ctx.figures == [f"{tmp_path.name}/enzyme_rag_real_arms.png"]
+    with pytest.raises(KeyError, match="copy"):  # a run without an arm is refused loudly
+        real_figure(_ctx(tmp_path), [{"seed": 0, "hmm": {"natural": np.ones(2)}}])
 
 
 def test_ec_profile_members_full_ec_then_three_levels():
@@ -247,6 +261,7 @@ def test_real_path_end_to_end_on_small_files(monkeypatch, tmp_path):
     ctx = _ctx(tmp_path)
     out = real_measurements(ctx, TINY)
     assert not any("not run" in n for n in ctx.notes), ctx.notes
+    assert ctx.figures == [f"{tmp_path.name}/enzyme_rag_real_arms.png"]
     assert list((tmp_path / "cache" / "enzyme_rag").glob("join-*.json"))  # the join is cached
     for c in REAL_CLAIMS:
         if c.rule is None:

@@ -60,6 +60,7 @@ from icml25.enzyme_rag.sequences import decode, encode
 from icml25.enzyme_rag.training import EnzymeRAG, pad_tokens
 
 __all__ = [
+    "REAL_ARMS",
     "REAL_CONFIGS",
     "RealConfig",
     "auc_of_rows",
@@ -68,6 +69,7 @@ __all__ = [
     "learned_ratio",
     "load_join",
     "locate_real_data",
+    "real_figure",
     "real_measurements",
     "real_selected",
     "restrict_length",
@@ -722,8 +724,45 @@ def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
             + f"{auc_of_rows(r['auc_rows_null']):.3f}); final loss {r['loss_end']:.3f}"
             + f"; training {r['train_cpu_s']:.0f} CPU-s, seed {r['cpu_s']:.0f} CPU-s"
         )
+    real_figure(ctx, runs)
     ctx.note(f"real data: {time.process_time() - t0:.0f} CPU-s in all")
     return out
+
+
+REAL_ARMS = ("natural", "copy", "random_enzyme", "full", "d0", "random_rows", "other", "uncond")
+
+
+def real_figure(ctx: RunContext, runs: list[dict[str, Any]]) -> None:
+    """``enzyme_rag_real_arms.png``: each arm's mean profile-HMM bits per seed (dots) and
+    over seeds (bars), and per target (sorted) the natural, copy, full and unconditional
+    arms' bits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+    x = np.arange(len(REAL_ARMS))
+    per_seed = np.array([[r["hmm"][a].mean() for a in REAL_ARMS] for r in runs])
+    ax[0].bar(x, per_seed.mean(0), color="tab:blue", alpha=0.6)
+    for i, row in enumerate(per_seed):
+        ax[0].plot(x, row, "o", color="k", ms=3, label="seeds" if i == 0 else None)
+    ax[0].axhline(0, color="grey", lw=0.8)
+    ax[0].set_xticks(x, [a.replace("_", " ") for a in REAL_ARMS], rotation=30, ha="right")
+    ax[0].set_ylabel("profile-HMM bits (target's EC)")
+    ax[0].set_title(f"real held-out substrates: arms ({len(runs)} seeds)")
+    ax[0].legend()
+    order = np.argsort(runs[0]["hmm"]["natural"])
+    t = np.arange(len(order))
+    for arm, style in (("natural", "o-"), ("copy", "s-"), ("full", "^-"), ("uncond", "v:")):
+        mean = np.mean([r["hmm"][arm] for r in runs], axis=0)[order]
+        ax[1].plot(t, mean, style, ms=3, lw=1, label=arm)
+    ax[1].set_yscale("symlog", linthresh=10)
+    ax[1].set_xlabel("held-out target (sorted by its natural enzymes' score)")
+    ax[1].set_ylabel("bits (mean over seeds)")
+    ax[1].set_title("per target")
+    ax[1].legend(fontsize=8)
+    ctx.save_figure(fig, "enzyme_rag_real_arms")
 
 
 if __name__ == "__main__":
