@@ -5,8 +5,9 @@ seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as 
 (so an interrupted run resumes), and reports a crash as a crash entry while the others go on.
 
 - ``jobs=1`` (default): in this process, one method after another.
-- ``jobs=N``: N spawned worker processes, each with ``cores // N`` torch threads; a worker that
-  dies without a result (killed, out of memory) becomes a crash entry. The longest methods (by
+- ``jobs=N``: N spawned worker processes, each with ``cores // N`` torch threads, each running
+  one method after another (imports paid once a worker); a worker that dies without a result
+  (killed, out of memory) makes that method a crash entry and is replaced. The longest methods (by
   their registry's ``quick_seconds``) start first, so that one long method does not run alone
   at the end while the other workers idle (Ray tasks are submitted in the same order);
   results come back in the order given.
@@ -23,6 +24,7 @@ import json
 import logging
 import multiprocessing as mp
 import os
+import queue
 import sys
 import tempfile
 import time
@@ -47,15 +49,18 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
-def _local_worker(
-    method: Method, budget: Budget, seeds: tuple[int, ...], out: str, threads: int
-) -> None:
-    """Body of a spawned worker: run one method and save its entry (the parent reads it)."""
+def _local_worker(inbox: Any, outbox: Any, out: str, threads: int, wid: int) -> None:
+    """Body of a spawned worker: run the methods it is sent, one after another, saving each
+    entry (the parent reads it) and saying which finished, until it is sent ``None``. One
+    process runs many methods, as a serial run does, so each import is paid once a worker."""
     _set_threads(threads)
-    entry = run_method(
-        method, budget=budget, seeds=seeds, out_dir=Path(out), progress=_printer(method.slug)
-    )
-    save_entry(Path(out), entry)
+    while (task := inbox.get()) is not None:
+        method, budget, seeds = task
+        entry = run_method(
+            method, budget=budget, seeds=seeds, out_dir=Path(out), progress=_printer(method.slug)
+        )
+        save_entry(Path(out), entry)
+        outbox.put((wid, method.slug))
 
 
 def _ray_task(
@@ -163,45 +168,82 @@ def _run_local(
     ctx = mp.get_context("spawn")
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pending = longest_first(todo)
-    running: dict[str, tuple[Any, Method, float]] = {}
+    outbox = ctx.Queue()
+    workers: list[_Worker] = []
+
+    def start_worker() -> _Worker:
+        inbox = ctx.Queue()
+        proc = ctx.Process(
+            target=_local_worker,
+            args=(inbox, outbox, str(out_dir), threads, len(workers)),
+            name=f"icml25-worker-{len(workers)}",
+        )
+        proc.start()
+        workers.append(_Worker(proc, inbox))
+        return workers[-1]
+
+    def collect(w: _Worker) -> None:
+        assert w.task is not None
+        m, start = w.task
+        w.task = None
+        path = out_dir / m.slug / "result.json"
+        if path.exists():  # written before the worker says so (and before any later death)
+            finished(json.loads(path.read_text()))
+            return
+        entry = _crash(
+            m,
+            budget,
+            seeds,
+            time.perf_counter() - start,
+            f"the worker process exited with code {w.proc.exitcode} before saving a "
+            "result (killed, or out of memory?)\n",
+        )
+        save_entry(out_dir, entry)
+        finished(entry)
+
     try:
-        while pending or running:
-            while pending and len(running) < jobs:
+        while pending or any(w.task for w in workers):
+            for w in [w for w in workers if w.task is None and w.proc.is_alive()]:
+                if not pending:
+                    break
                 m = pending.pop(0)
                 (out_dir / m.slug / "result.json").unlink(missing_ok=True)  # a stale crash
                 say(f"{m.slug}: {budget} reproduction, seeds {seeds} (worker, {threads} threads)")
-                proc = ctx.Process(
-                    target=_local_worker,
-                    args=(m, budget, seeds, str(out_dir), threads),
-                    name=f"icml25-{m.slug}",
-                )
-                proc.start()
-                running[m.slug] = (proc, m, time.perf_counter())
-            time.sleep(0.2)
-            for slug, (proc, m, start) in list(running.items()):
-                if proc.is_alive():
-                    continue
-                proc.join()
-                del running[slug]
-                path = out_dir / slug / "result.json"
-                if proc.exitcode == 0 and path.exists():
-                    finished(json.loads(path.read_text()))
-                else:
-                    entry = _crash(
-                        m,
-                        budget,
-                        seeds,
-                        time.perf_counter() - start,
-                        f"the worker process exited with code {proc.exitcode} before saving a "
-                        "result (killed, or out of memory?)\n",
-                    )
-                    save_entry(out_dir, entry)
-                    finished(entry)
+                w.task = (m, time.perf_counter())
+                w.inbox.put((m, budget, seeds))
+            alive = [w for w in workers if w.proc.is_alive()]
+            if pending and len(alive) < jobs:
+                start_worker()
+                continue
+            try:
+                wid, _slug = outbox.get(timeout=0.2)
+                if workers[wid].task is not None:  # not already collected at its death
+                    collect(workers[wid])
+            except queue.Empty:
+                pass
+            for w in workers:
+                if w.task is not None and not w.proc.is_alive():
+                    w.proc.join()
+                    collect(w)
     finally:
-        for proc, _, _ in running.values():
-            proc.terminate()
-        for proc, _, _ in running.values():
-            proc.join()
+        for w in workers:
+            if w.task is None and w.proc.is_alive():
+                w.inbox.put(None)
+            else:
+                w.inbox.cancel_join_thread()
+                w.proc.terminate()
+        for w in workers:
+            w.proc.join(timeout=10)
+            if w.proc.is_alive():
+                w.proc.kill()
+
+
+class _Worker:
+    """A spawned worker process, its inbox, and the method it runs (with its start time)."""
+
+    def __init__(self, proc: Any, inbox: Any) -> None:
+        self.proc, self.inbox = proc, inbox
+        self.task: tuple[Method, float] | None = None
 
 
 def _run_ray(
