@@ -191,6 +191,11 @@ def test_enzyme_rag_inputs() -> None:
         EnzymeRAG().fit(SMILES, ["ACDE", "ACDG"], [(0, 0), (1, 1)])
     with pytest.raises(RuntimeError, match="not fitted"):
         EnzymeRAG().generate("CCO")
+    # refused at fit under the constructor's own name, before any training
+    with pytest.raises(ValueError, match=r"classifier_batch_size must be .*>= 2.*got 1"):
+        EnzymeRAG(classifier_batch_size=1).fit(
+            SMILES, ["ACDE", "ACDG", "ACDF"], [(0, 0), (1, 1), (2, 2)]
+        )
 
 
 def test_metrics_inputs() -> None:

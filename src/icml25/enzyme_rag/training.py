@@ -424,6 +424,7 @@ class EnzymeRAG:
         pair's target and retrieved enzymes are aligned by the aligner), or, with
         ``aligner="none"``, aligned rows of one length (strings or token ids)."""
         d = V.integer("d", self.d, low=1)
+        clf_batch = V.integer("classifier_batch_size", self.classifier_batch_size, low=2)
         depths = list(self.depths) if self.depths is not None else [d]
         aligner = self._resolve_aligner()
         self.aligner_ = aligner
@@ -479,7 +480,7 @@ class EnzymeRAG:
                 mol_features=self.mol_features_,
                 pairs=p,
                 steps=self.classifier_steps,
-                batch_size=self.classifier_batch_size,
+                batch_size=clf_batch,
                 seed=self.seed,
             )
             self.classifier_ = clf
