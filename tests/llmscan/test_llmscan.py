@@ -533,3 +533,15 @@ def test_firing_gate_reads_training_and_test_prompts():
     both = np.array([1, 0, 0, 0, 0, 1, 1, 0, 1, 0])  # training 1/5 fired, test 3/5 fired
     assert firing_minority(both, 5) == pytest.approx(0.2)
     assert firing_minority(both[::-1].copy(), 5) == pytest.approx(0.2)
+
+
+def test_tiny_run_draws_the_causal_effects_figure(tmp_path):
+    """The issue-48 rewrite stopped drawing the figure (no run drew it until this was found
+    after the full run of 2026-12-06): a reproduction must draw it again."""
+    from icml25.core.runner import run_method
+    from icml25.methods import load_all
+
+    entry = run_method(load_all()["llmscan"], budget="tiny", seeds=[0], out_dir=tmp_path)
+    assert entry["error"] is None, entry["error"]
+    assert "llmscan/causal_effects.png" in entry["figures"]
+    assert (tmp_path / "llmscan" / "causal_effects.png").stat().st_size > 10_000

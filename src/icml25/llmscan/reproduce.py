@@ -1221,6 +1221,8 @@ def reproduce(ctx: RunContext) -> dict[str, Measurement]:
             fire_seeds.append(None)
             ctx.note(f"seed {seed}, firing: one class ({int(y_f_tr.sum())}/{n_fire} training, "
                      f"{int(y_f_te.sum())}/{len(y_f_te)} test fired): no measurement.")  # fmt: skip
+    if example:  # dropped by the issue-48 rewrite (370d168), so runs since drew no figure
+        _report(ctx, example)
     brng = np.random.default_rng(12345)
     names_a = ["combined", "token", "layer", "token_bos", "length", "bow", "null_combined",
                "null_token", "null_layer"]  # fmt: skip
