@@ -51,7 +51,7 @@ def _set_threads(threads: int) -> None:
 
 def _local_worker(inbox: Any, outbox: Any, out: str, threads: int, wid: int) -> None:
     """Body of a spawned worker: run the methods it is sent, one after another, saving each
-    entry (the parent reads it) and saying which finished, until it is sent ``None``. One
+    entry (the parent reads it) and saying that it finished, until it is sent ``None``. One
     process runs many methods, as a serial run does, so each import is paid once a worker."""
     _set_threads(threads)
     while (task := inbox.get()) is not None:
@@ -60,7 +60,7 @@ def _local_worker(inbox: Any, outbox: Any, out: str, threads: int, wid: int) -> 
             method, budget=budget, seeds=seeds, out_dir=Path(out), progress=_printer(method.slug)
         )
         save_entry(Path(out), entry)
-        outbox.put((wid, method.slug))
+        outbox.put(wid)
 
 
 def _ray_task(
@@ -171,7 +171,7 @@ def _run_local(
     outbox = ctx.Queue()
     workers: list[_Worker] = []
 
-    def start_worker() -> _Worker:
+    def start_worker() -> None:
         inbox = ctx.Queue()
         proc = ctx.Process(
             target=_local_worker,
@@ -180,7 +180,6 @@ def _run_local(
         )
         proc.start()
         workers.append(_Worker(proc, inbox))
-        return workers[-1]
 
     def collect(w: _Worker) -> None:
         assert w.task is not None
@@ -216,7 +215,7 @@ def _run_local(
                 start_worker()
                 continue
             try:
-                wid, _slug = outbox.get(timeout=0.2)
+                wid = outbox.get(timeout=0.2)
                 if workers[wid].task is not None:  # not already collected at its death
                     collect(workers[wid])
             except queue.Empty:
