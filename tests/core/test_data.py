@@ -57,6 +57,25 @@ def test_fashion_mnist_from_folder(tmp_path):
     np.testing.assert_allclose(X[0], imgs[0].ravel() / 255.0, rtol=1e-6)
 
 
+def test_fashion_mnist_cache_gives_fresh_copies_and_sees_a_rewritten_file(tmp_path):
+    rng = np.random.default_rng(2)
+    imgs = rng.integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    labels = np.arange(5, dtype=np.uint8)
+    _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", imgs, 0x08)
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", labels, 0x08)
+    X, y = load_fashion_mnist("test", folder=tmp_path)
+    X[:] = -1.0  # a caller that edits its copy in place
+    y[:] = 9
+    X2, y2 = load_fashion_mnist("test", folder=tmp_path)
+    np.testing.assert_allclose(X2[0], imgs[0].ravel() / 255.0, rtol=1e-6)
+    assert np.array_equal(y2, labels)
+    # a file replaced in place (new size and time) is read again, not served from the cache
+    _write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", imgs[:3], 0x08)
+    _write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", labels[:3], 0x08)
+    X3, y3 = load_fashion_mnist("test", folder=tmp_path)
+    assert X3.shape == (3, 784) and np.array_equal(y3, labels[:3])
+
+
 def test_fashion_mnist_missing_says_how_to_get_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="apt-get install dataset-fashion-mnist"):
         load_fashion_mnist("train", folder=tmp_path)
