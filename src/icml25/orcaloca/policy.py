@@ -471,6 +471,8 @@ class _BM25:
     df: Counter[str]
     docs: list[Counter[str]]
     ids: list[str]
+    lengths: list[int]  # each document's length, sum(doc.values())
+    postings: dict[str, list[tuple[int, int]]]  # term -> (document index, tf), in order
 
 
 _BM25_INDEX: dict[int, tuple[Any, _BM25]] = {}
@@ -491,7 +493,11 @@ def _bm25_index(graph: CodeGraph) -> _BM25:
     avgdl = (sum(sum(d.values()) for d in docs) / n) or 1.0
     if len(_BM25_INDEX) > 8:
         _BM25_INDEX.clear()
-    index = _BM25(n, avgdl, df, docs, ids)
+    postings: dict[str, list[tuple[int, int]]] = {}
+    for j, d in enumerate(docs):
+        for t, tf in d.items():
+            postings.setdefault(t, []).append((j, tf))
+    index = _BM25(n, avgdl, df, docs, ids, [sum(d.values()) for d in docs], postings)
     _BM25_INDEX[id(graph.nodes)] = (graph.nodes, index)
     return index
 
@@ -540,10 +546,23 @@ class ReadingPolicy(RetrievalPolicy):
             t: math.log((bm.n - bm.df.get(t, 0) + 0.5) / (bm.df.get(t, 0) + 0.5) + 1.0)
             for t in terms
         }
-        raw = np.array([self._bm25(d) for d in bm.docs]) if bm.docs else np.zeros(1)
+        raw = np.array(self._bm25_all()) if bm.docs else np.zeros(1)
         self.bm_mu, self.bm_sd = float(raw.mean()), float(raw.std()) or 1.0
         self.read: dict[str, int] = {}
         self.suspected: dict[str, None] = {}
+
+    def _bm25_all(self) -> list[float]:
+        """:meth:`_bm25` of every indexed document, term by term over the postings: each
+        document's terms are added in the same order with the same operations, so every
+        score equals ``_bm25(doc)`` bit for bit, without visiting the documents that lack a
+        query term (the main job scores every body once an issue: 1.76M calls before)."""
+        bm = self.bm
+        norms = [self.K1 * (1 - self.B + self.B * dl / bm.avgdl) for dl in bm.lengths]
+        out = [0.0] * len(bm.docs)
+        for t, idf in self.bm_idf.items():
+            for j, tf in bm.postings.get(t, ()):
+                out[j] += idf * tf * (self.K1 + 1) / (tf + norms[j])
+        return out
 
     def _bm25(self, doc: Counter[str]) -> float:
         dl = sum(doc.values())
