@@ -47,7 +47,7 @@ def test_bm25_by_hand():
 def test_bm25_of_every_body_equals_the_per_document_score_bit_for_bit():
     # the normalisation scores every body through the postings; a reordered or dropped term
     # would change the last bits or the values
-    g, pol = _policy(trace=(TraceCall("calc.py", "total", 0, 0, -1),))
+    _g, pol = _policy(trace=(TraceCall("calc.py", "total", 0, 0, -1),))
     fast = pol._bm25_all()
     slow = [pol._bm25(d) for d in pol.bm.docs]
     assert fast == slow and any(v > 0 for v in fast) and any(v == 0 for v in fast)
@@ -106,3 +106,32 @@ def test_gold_shown_positions():
     pol.prepare(Issue("nothing relevant"), g)
     assert pol.posterior("m.py::h", g.source("m.py::h")) == 100
     assert pol.belief("m.py::h") == pol.prior("m.py::h") < 100  # an oracle only once read
+
+
+def test_names_in_a_method_lists_its_calls_in_walk_order():
+    # the memoised call extraction (issue 57) must give the searches the direct AST walk gave
+    src = {
+        "shop.py": (
+            "class Cart:\n    def total(self, items):\n"
+            "        x = self.summed(items) + price(len(items))\n"
+            "        return helper.scale(x, print(x))\n\n"
+            "    def summed(self, items):\n        return 0\n\n\n"
+            "def price(n):\n    return n\n"
+        )
+    }
+    g = CodeGraph.from_sources(src)
+    pol = ReadingPolicy()
+    pol.prepare(Issue("Cart.total is wrong"), g)
+    res = SearchTools(g).execute(
+        SearchAction.make("search_method_in_class", class_name="Cart", method_name="total")
+    )
+    assert res.kind == "method"
+    want = [
+        SearchAction.make("search_callable", query_name="scale"),
+        SearchAction.make(
+            "search_method_in_class", class_name="Cart", method_name="summed", file_path="shop.py"
+        ),
+        SearchAction.make("search_callable", query_name="price"),
+    ]
+    got = pol._names_in(res)
+    assert got == want and pol._names_in(res) == want  # the second call from the memo

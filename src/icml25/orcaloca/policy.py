@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import json
 import math
 import re
@@ -356,28 +357,24 @@ class RetrievalPolicy:
             return out
         n = g.nodes[r.node]
         if r.kind in ("function", "method"):
-            try:
-                tree = ast.parse(_dedent(r.text))
-            except SyntaxError:
+            calls = _calls_in(r.text)
+            if calls is None:  # not parseable
                 return out
-            for sub in ast.walk(tree):
-                if not isinstance(sub, ast.Call):
-                    continue
-                f = sub.func
-                if isinstance(f, ast.Name) and f.id not in _BUILTINS:
-                    out.append(SearchAction.make("search_callable", query_name=f.id))
-                elif isinstance(f, ast.Attribute):
-                    if isinstance(f.value, ast.Name) and f.value.id == "self" and n.class_name:
+            for kind, name in calls:
+                if kind == "name" and name not in _BUILTINS:
+                    out.append(SearchAction.make("search_callable", query_name=name))
+                elif kind != "name":
+                    if kind == "self" and n.class_name:
                         out.append(
                             SearchAction.make(
                                 "search_method_in_class",
                                 class_name=n.class_name,
-                                method_name=f.attr,
+                                method_name=name,
                                 file_path=n.file,
                             )
                         )
-                    elif f.attr not in _BUILTINS:
-                        out.append(SearchAction.make("search_callable", query_name=f.attr))
+                    elif name not in _BUILTINS:
+                        out.append(SearchAction.make("search_callable", query_name=name))
         elif r.kind in ("class", "class_skeleton"):
             for m in g.children(r.node, "method"):
                 out.append(
@@ -461,6 +458,29 @@ class RetrievalPolicy:
             ids |= {loc.node_id for loc in last.locations if loc.node_id in g.nodes}
         ranked = sorted(ids, key=lambda i: (-self.score(i, g.source(i)), i))
         return tuple(Location.of_node(g, i) for i in ranked[: self.max_locations])
+
+
+@functools.lru_cache(maxsize=4096)
+def _calls_in(code: str) -> tuple[tuple[str, str], ...] | None:
+    """The calls in ``code`` in :func:`ast.walk` order: ``("name", f)`` for ``f(...)``,
+    ``("self", m)`` for ``self.m(...)``, ``("attr", m)`` for any other ``x.m(...)``; ``None``
+    when it does not parse. Memoised: the main job's agents read the same bodies thousands of
+    times (21,000 parses in orcaloca's quick run)."""
+    try:
+        tree = ast.parse(_dedent(code))
+    except SyntaxError:
+        return None
+    out: list[tuple[str, str]] = []
+    for sub in ast.walk(tree):
+        if not isinstance(sub, ast.Call):
+            continue
+        f = sub.func
+        if isinstance(f, ast.Name):
+            out.append(("name", f.id))
+        elif isinstance(f, ast.Attribute):
+            is_self = isinstance(f.value, ast.Name) and f.value.id == "self"
+            out.append(("self" if is_self else "attr", f.attr))
+    return tuple(out)
 
 
 # --------------------------------------------------------------------------- reading policy
