@@ -55,13 +55,12 @@ METHODS: dict[str, frozenset[str]] = {
     "soup_of_experts": frozenset({"instantiate_speed_ratio"}),
 }
 
-# Methods whose tiny run trains with torch: a threaded reduction sums in another order, the
-# last bits of a gradient differ, and training carries the difference forward, so their numbers
-# are compared to a loose tolerance; their verdicts, null-arm verdicts and gates must still agree.
-TRAINED: frozenset[str] = frozenset(
-    # measured: the numbers moved by 1e-6 to 1e-4 relative between 1 and 2 threads, no verdict
-    {"drift_calibration", "it3", "pointwise_info"}
-)
+# drift_calibration, it3 and pointwise_info train small torch models whose numbers depended on
+# the thread count (a threaded reduction sums in another order and training carries the last
+# bits forward): 1e-6 to 1e-4 relative on an AVX2 EPYC, up to 5% on an AVX512 Xeon, where a
+# two-thread quick run of it3 moved the control cnn_gain_eval_bn from "not reproduced" to
+# "inconclusive". They now run pinned to one thread (core.runner.one_thread) and are held to
+# the same tolerance as every other method.
 
 RUN = """
 import json, sys
@@ -91,8 +90,9 @@ def tiny_run(slug: str, threads: int, out: Path) -> dict[str, Any]:
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["error"] is None, result["error"]
-    # the BLAS pool follows the environment; a method may pin torch's own pool to one thread
-    # (equilibrium_planner and soup_of_experts do), which is thread-independent by design
+    # the BLAS pool follows the environment (after the run: one_thread restores it); a method
+    # may pin torch's own pool to one thread (equilibrium_planner and soup_of_experts do),
+    # which is thread-independent by design
     assert threads in set(result["pools"].values()), result["pools"]
     assert set(result["pools"].values()) <= {1, threads}, result["pools"]
     return result
@@ -147,7 +147,7 @@ def test_the_comparison_can_fail() -> None:
     with pytest.raises(AssertionError):
         assert_same_results(run, moved, frozenset())
     assert_same_results(run, moved, frozenset({"c"}))  # a timing: not compared
-    with pytest.raises(AssertionError):  # a trained method's tolerance still catches a move
+    with pytest.raises(AssertionError):  # a looser tolerance still catches a move
         assert_same_results(run, moved, frozenset(), rtol=1e-2)
     flipped = json.loads(json.dumps(run))
     flipped["claims"][0]["null"]["verdict"] = "partial"
@@ -159,4 +159,4 @@ def test_the_comparison_can_fail() -> None:
 def test_tiny_reproduction_is_the_same_with_one_and_two_threads(slug: str, tmp_path: Path) -> None:
     one = tiny_run(slug, 1, tmp_path / "one")
     two = tiny_run(slug, 2, tmp_path / "two")
-    assert_same_results(one, two, METHODS[slug], rtol=1e-2 if slug in TRAINED else 1e-6)
+    assert_same_results(one, two, METHODS[slug])

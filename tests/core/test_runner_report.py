@@ -7,7 +7,7 @@ import pytest
 from icml25.core import report as rep
 from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
 from icml25.core.registry import Method
-from icml25.core.runner import run_method, save_entry, saved_entry
+from icml25.core.runner import one_thread, run_method, save_entry, saved_entry
 from icml25.core.seeding import seed_everything
 
 
@@ -464,3 +464,23 @@ def test_seeds_run_extends_cuts_and_is_what_results_record(tmp_path, monkeypatch
     ]
     m = _fake_method(monkeypatch, lambda c: {"acc": [1.0] * len(c.seeds)})
     assert run_method(m, budget="full", seeds=[0, 1, 2], out_dir=tmp_path)["seeds"] == [0, 1, 2]
+
+
+def test_one_thread_pins_torch_and_blas_and_restores_them():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    def blas() -> set[int]:
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    before_torch, before_blas = torch.get_num_threads(), blas()
+
+    @one_thread()
+    def inside() -> tuple[int, set[int]]:
+        return torch.get_num_threads(), blas()
+
+    assert inside() == (1, {1} if before_blas else set())
+    assert torch.get_num_threads() == before_torch and blas() == before_blas
+    with pytest.raises(RuntimeError), one_thread():  # restored after an exception too
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before_torch and blas() == before_blas

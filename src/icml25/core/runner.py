@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,6 +18,25 @@ Budget = Literal["tiny", "quick", "full"]
 BUDGETS: tuple[Budget, ...] = ("tiny", "quick", "full")
 """``tiny`` is for smoke tests (seconds, numbers meaningless); ``quick`` is the main job
 (one to three minutes per method on 2 cores); ``full`` is the longer run (at most ~15 min)."""
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block (or, as ``@one_thread()``, a reproduction) with one torch thread and one
+    BLAS/OpenMP thread, restoring both after. For reproductions whose small models' training
+    depends on the thread count through float rounding (on an AVX512 Xeon a two-thread run of
+    it3's CNN flipped one test image in 128, enough to move a borderline control's verdict):
+    pinned, a serial run gives the numbers of the main job's one-thread workers."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 @dataclass

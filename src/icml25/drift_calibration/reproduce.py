@@ -47,7 +47,7 @@ from torch.nn import functional as F
 
 from icml25.core.claims import Claim, Gate, Null, Rule, gate_key, null_key
 from icml25.core.data import load_image_benchmark
-from icml25.core.runner import RunContext
+from icml25.core.runner import RunContext, one_thread
 from icml25.drift_calibration.backbone import TinyViT
 from icml25.drift_calibration.calibration import forgetting, task_accuracies
 from icml25.drift_calibration.learner import DriftCalibratedLearner
@@ -377,6 +377,7 @@ def _run_seed(cfg: Config, seed: int, ctx: RunContext) -> dict[str, Any]:
     return out
 
 
+@one_thread()  # its torch training depends on the thread count (issue 57, README)
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     cfg = CONFIGS[ctx.budget]
     seeds = ctx.seeds_run(at_least=MIN_SEEDS[ctx.budget])

@@ -52,7 +52,7 @@ from torch.nn import functional as F
 from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
 from icml25.core.data import load_image_benchmark, load_mnist_5k, load_sklearn
 from icml25.core.models import MLP, SmallCNN, TrainConfig, train
-from icml25.core.runner import RunContext
+from icml25.core.runner import RunContext, one_thread
 from icml25.it3.baselines import bn_adapt, tent
 from icml25.it3.engine import IT3, idempotence_error, zigzag_recursion
 from icml25.it3.zigzag import LatentZigZag, ZigZag, zigzag_loss
@@ -833,6 +833,7 @@ def sweep_values(sweep: dict[int, dict[str, float]]) -> tuple[dict[int, float], 
     return claim, null
 
 
+@one_thread()  # its torch training depends on the thread count (issue 57, README)
 def reproduce(ctx: RunContext) -> dict[str, Any]:
     cfg = CONFIGS[ctx.budget]
     out: dict[str, list[float]] = {}

@@ -74,7 +74,7 @@ from icml25.core.metrics import (
     sce,
 )
 from icml25.core.models import MLP, SmallCNN, TrainConfig, train
-from icml25.core.runner import RunContext
+from icml25.core.runner import RunContext, one_thread
 from icml25.pointwise_info.confidence import doctor, fit_temperature, softmax
 from icml25.pointwise_info.estimators import PMI, PSI, PVI, FeatureExtractor, predict_logits
 
@@ -470,6 +470,7 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     return out
 
 
+@one_thread()  # its torch training depends on the thread count (issue 57, README)
 def reproduce(ctx: RunContext) -> dict[str, list[float]]:
     b = BUDGETS[ctx.budget]
     seeds = ctx.seeds_run(at_least=FULL_SEEDS if ctx.budget == "full" else 0)
