@@ -361,20 +361,17 @@ class RetrievalPolicy:
             if calls is None:  # not parseable
                 return out
             for kind, name in calls:
-                if kind == "name" and name not in _BUILTINS:
-                    out.append(SearchAction.make("search_callable", query_name=name))
-                elif kind != "name":
-                    if kind == "self" and n.class_name:
-                        out.append(
-                            SearchAction.make(
-                                "search_method_in_class",
-                                class_name=n.class_name,
-                                method_name=name,
-                                file_path=n.file,
-                            )
+                if kind == "self" and n.class_name:
+                    out.append(
+                        SearchAction.make(
+                            "search_method_in_class",
+                            class_name=n.class_name,
+                            method_name=name,
+                            file_path=n.file,
                         )
-                    elif name not in _BUILTINS:
-                        out.append(SearchAction.make("search_callable", query_name=name))
+                    )
+                elif name not in _BUILTINS:  # f(...), x.f(...), or self.f(...) outside a class
+                    out.append(SearchAction.make("search_callable", query_name=name))
         elif r.kind in ("class", "class_skeleton"):
             for m in g.children(r.node, "method"):
                 out.append(
@@ -577,16 +574,19 @@ class ReadingPolicy(RetrievalPolicy):
         score equals ``_bm25(doc)`` bit for bit, without visiting the documents that lack a
         query term (the main job scores every body once an issue: 1.76M calls before)."""
         bm = self.bm
-        norms = [self.K1 * (1 - self.B + self.B * dl / bm.avgdl) for dl in bm.lengths]
+        norms = [self._norm(dl) for dl in bm.lengths]
         out = [0.0] * len(bm.docs)
         for t, idf in self.bm_idf.items():
             for j, tf in bm.postings.get(t, ()):
                 out[j] += idf * tf * (self.K1 + 1) / (tf + norms[j])
         return out
 
+    def _norm(self, dl: int) -> float:
+        """BM25's length normalisation of a document of ``dl`` terms."""
+        return self.K1 * (1 - self.B + self.B * dl / self.bm.avgdl)
+
     def _bm25(self, doc: Counter[str]) -> float:
-        dl = sum(doc.values())
-        norm = self.K1 * (1 - self.B + self.B * dl / self.bm.avgdl)
+        norm = self._norm(sum(doc.values()))
         out = 0.0
         for t, idf in self.bm_idf.items():
             tf = doc.get(t, 0)

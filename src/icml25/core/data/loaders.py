@@ -125,7 +125,8 @@ def load_fashion_mnist(
                 "dataset-fashion-mnist, or pass folder= a directory with the IDX files."
             )
         files[kind] = found
-    stamps = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files.values())
+    stats = {f: f.stat() for f in files.values()}
+    stamps = tuple((str(f), st.st_size, st.st_mtime_ns) for f, st in stats.items())
     X, y = _fashion_parsed(files["images"], files["labels"], stamps)
     return X.copy(), y.copy()
 
