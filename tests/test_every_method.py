@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from icml25.core import report as rep
+from icml25.core import results as res
 from icml25.core.claims import VERDICTS
 from icml25.core.runner import run_method
 from icml25.methods import load_all
@@ -19,9 +19,9 @@ def test_tiny_reproduction_writes_valid_results(slug, tmp_path):
     assert claims, f"{slug} declares no claims"
     entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
     assert entry["error"] is None, entry["error"]
-    results = rep.build_results([entry], f"icml25 reproduce {slug} --budget tiny")
-    rep.write_results(results, tmp_path)
-    loaded = rep.load_results(tmp_path)
+    results = res.build_results([entry], f"icml25 reproduce {slug} --budget tiny")
+    res.write_results(results, tmp_path)
+    loaded = res.load_results(tmp_path)
     (e,) = loaded["methods"]
     assert [c["id"] for c in e["claims"]] == [c.id for c in claims]
     for c in e["claims"]:

@@ -11,8 +11,10 @@ from datetime import datetime
 from pathlib import Path
 
 from icml25.core import report as rep
+from icml25.core import results as res
 from icml25.core.html import write_html
 from icml25.core.parallel import EXECUTORS, run_methods
+from icml25.core.publish import publish as publish_run
 from icml25.core.runner import BUDGETS
 from icml25.methods import load_all
 
@@ -181,8 +183,8 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except ImportError as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    results = rep.build_results(entries, command)
-    rep.write_results(results, out)
+    results = res.build_results(entries, command)
+    res.write_results(results, out)
     rep.write_report(results, out)
     page = write_html(results, out)
     rep.print_table(results)
@@ -193,14 +195,14 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
             if e["error"]:
                 print(f"icml25: {e['method']} crashed:\n{e['error']}", file=sys.stderr)
         return EXIT_CRASH
-    if args.strict and rep.verdict_counts(results)["not reproduced"]:
+    if args.strict and res.verdict_counts(results)["not reproduced"]:
         return EXIT_STRICT
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     try:
-        results = rep.load_results(args.dir)
+        results = res.load_results(args.dir)
     except (FileNotFoundError, ValueError) as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -210,13 +212,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"report: {path}")
     print(f"report: {page} (open it in a browser)")
     if args.publish:
-        print(f"published: {rep.publish(results, args.dir, Path.cwd())}")
+        print(f"published: {publish_run(results, args.dir, Path.cwd())}")
     return 0
 
 
 def cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
     try:
-        results = rep.collect(list(args.sources), args.out, "icml25 " + shlex.join(argv))
+        results = res.collect(
+            list(args.sources), args.out, "icml25 " + shlex.join(argv), load_all()
+        )
     except (FileNotFoundError, ValueError) as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -6,6 +6,7 @@ import textwrap
 import pytest
 
 from icml25.core import report as rep
+from icml25.core import results as res
 from icml25.core.parallel import longest_first, run_methods
 from icml25.core.registry import Method
 from icml25.methods import load_all
@@ -96,7 +97,7 @@ def test_bad_executor_arguments():
 
 
 def test_report_says_where_the_time_went(serial):
-    results = rep.build_results(serial, "cmd")
+    results = res.build_results(serial, "cmd")
     md = rep.render_markdown(results)
     total = sum(e["wall_s"] for e in serial)
     assert f"**Wall time:** {total:.0f} s in all" in md

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from icml25.core import report as rep
+from icml25.core import results as res
 from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
 from icml25.core.html import interval_svg, render_html, write_html
 from icml25.core.registry import Method
 from icml25.core.runner import run_method
+from icml25.methods import load_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,8 +98,8 @@ def run_dir(tmp_path, monkeypatch):
     ]
     for e in entries:
         assert e["error"] is None, e["error"]
-    results = json.loads(json.dumps(rep.build_results(entries, "icml25 reproduce alpha beta")))
-    rep.write_results(results, tmp_path)
+    results = json.loads(json.dumps(res.build_results(entries, "icml25 reproduce alpha beta")))
+    res.write_results(results, tmp_path)
     write_html(results, tmp_path)
     return tmp_path
 
@@ -153,7 +154,7 @@ def test_panels_place_interval_threshold_and_null():
 
 
 def test_schema_1_results_render_without_power_columns(run_dir):
-    results = rep.load_results(run_dir)
+    results = res.load_results(run_dir)
     results["schema"] = 1
     for m in results["methods"]:
         for c in m["claims"]:
@@ -164,7 +165,7 @@ def test_schema_1_results_render_without_power_columns(run_dir):
 
 
 def test_tiny_budget_says_it_is_a_smoke_test(run_dir):
-    results = rep.load_results(run_dir)
+    results = res.load_results(run_dir)
     assert "smoke test" not in render_html(results, run_dir)
     for m in results["methods"]:
         m["budget"] = "tiny"
@@ -173,12 +174,12 @@ def test_tiny_budget_says_it_is_a_smoke_test(run_dir):
 
 def test_collected_results_show_where_each_method_came_from(run_dir, tmp_path):
     out = tmp_path / "pub"
-    results = rep.collect([run_dir], out, "icml25 collect pub run")
+    results = res.collect([run_dir], out, "icml25 collect pub run", load_all())
     page = render_html(results, out)
     assert "Collected from 1 runs" in page
     for m in results["methods"]:
         assert f"<tr><td>{m['method']}</td><td><code>" in page
-    assert "Collected from" not in render_html(rep.load_results(run_dir), run_dir)
+    assert "Collected from" not in render_html(res.load_results(run_dir), run_dir)
 
 
 def _chromium() -> str:

@@ -5,10 +5,13 @@ import types
 import pytest
 
 from icml25.core import report as rep
+from icml25.core import results as rs
 from icml25.core.claims import Claim, Gate, Measurement, Null, Rule, gate_key, null_key
+from icml25.core.publish import publish as publish_run
 from icml25.core.registry import Method
 from icml25.core.runner import one_thread, run_method, save_entry, saved_entry
 from icml25.core.seeding import seed_everything
+from icml25.methods import load_all
 
 
 def _fake_method(monkeypatch, reproduce):
@@ -57,9 +60,9 @@ def test_run_method_judges_and_reports(tmp_path, monkeypatch):
     assert acc["null"]["measured"]["mean"] == pytest.approx(0.11)
     assert (tmp_path / "fake" / "curve.png").stat().st_size > 0
 
-    results = rep.build_results([entry], "icml25 reproduce fake")
-    rep.write_results(results, tmp_path)
-    loaded = rep.load_results(tmp_path)
+    results = rs.build_results([entry], "icml25 reproduce fake")
+    rs.write_results(results, tmp_path)
+    loaded = rs.load_results(tmp_path)
     assert loaded == json.loads(json.dumps(results))
     md = rep.render_markdown(loaded)
     assert "| fake | acc | 0.95 | 0.93 ± 0.01 (n=3) [0.913, 0.947] t |" in md
@@ -99,10 +102,10 @@ def test_saved_entry_resumes_only_same_settings(tmp_path, monkeypatch):
 
 def test_load_results_rejects_other_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="icml25 reproduce"):
-        rep.load_results(tmp_path)
+        rs.load_results(tmp_path)
     (tmp_path / "results.json").write_text('{"x": 1}')
     with pytest.raises(ValueError, match="not an icml25 results file"):
-        rep.load_results(tmp_path)
+        rs.load_results(tmp_path)
 
 
 def test_seeding_gives_same_numbers():
@@ -134,8 +137,8 @@ def test_controls_are_reported_apart_and_not_counted(tmp_path, monkeypatch):
     m = Method("fake", "Fake", "A. B.", "ICML 2025", "http://x", "s", 1.0, "icml25_fake_controls")
     entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
     assert [c["kind"] for c in entry["claims"]] == ["claim", "control"]
-    results = json.loads(json.dumps(rep.build_results([entry], "cmd")))
-    assert rep.verdict_counts(results) == {"not reproduced": 1}
+    results = json.loads(json.dumps(rs.build_results([entry], "cmd")))
+    assert rs.verdict_counts(results) == {"not reproduced": 1}
     assert [r[1] for r in rep.claim_rows(results)] == ["acc"]
     assert [r[1] for r in rep.claim_rows(results, kind="control")] == ["shuffled"]
     md = rep.render_markdown(results)
@@ -145,7 +148,7 @@ def test_controls_are_reported_apart_and_not_counted(tmp_path, monkeypatch):
     assert "| fake | shuffled |" in controls and "**shuffled** (control)" in md
     # entries written before controls existed count as claims
     del results["methods"][0]["claims"][1]["kind"]
-    assert rep.verdict_counts(results) == {"not reproduced": 2}
+    assert rs.verdict_counts(results) == {"not reproduced": 2}
     with pytest.raises(ValueError, match="kind must be one of"):
         Claim("x", "s", "w", "m", Rule(">=", 0), kind="ablation")
 
@@ -191,9 +194,9 @@ def test_null_arms_and_gates_reach_results_and_report(tmp_path, monkeypatch):
     assert by["gated"]["verdict"] == "out of scale" and by["gated"]["gate"]["passed"] is False
     assert by["gated"]["null"] == {"exempt": "a theorem"}
     assert by["bare"]["verdict"] == "inconclusive" and by["bare"]["null"] is None
-    results = json.loads(json.dumps(rep.build_results([entry], "cmd")))
+    results = json.loads(json.dumps(rs.build_results([entry], "cmd")))
     assert results["schema"] == 2
-    assert rep.verdict_counts(results) == {"inconclusive": 2, "out of scale": 1}
+    assert rs.verdict_counts(results) == {"inconclusive": 2, "out of scale": 1}
     md = rep.render_markdown(results)
     assert "FAILED: ceiling arm = 0.2 (needs mean >= 0.5)" in md
     assert "inconclusive (no null arm declared)" in md
@@ -238,7 +241,7 @@ def test_schema_1_files_still_load_and_render(tmp_path):
         ],
     }
     (tmp_path / "results.json").write_text(json.dumps(old))
-    loaded = rep.load_results(tmp_path)
+    loaded = rs.load_results(tmp_path)
     md = rep.render_markdown(loaded)
     assert "| fake | acc | 0.9 | 0.9 | mean >= 0.8 | — | — | reproduced |" in md
     rep.print_table(loaded)
@@ -246,7 +249,7 @@ def test_schema_1_files_still_load_and_render(tmp_path):
     new["schema"] = 2
     c = new["methods"][0]["claims"][0]
     c.update(verdict="inconclusive", rule_verdict="reproduced", reason="no null arm declared")
-    (moved,) = rep.moved_verdicts(old, new)
+    (moved,) = rs.moved_verdicts(old, new)
     assert (moved["old"], moved["new"], moved["why"]) == ("reproduced", "inconclusive", "null")
     assert "1 verdicts moved" in rep.moved_section(old, new)
 
@@ -256,7 +259,7 @@ def test_tiny_report_says_it_is_a_smoke_test(tmp_path, monkeypatch):
     m = _module(monkeypatch, "icml25_fake_tiny", claims, lambda ctx: {"x": 1.0})
     for budget, smoke in (("tiny", True), ("quick", False)):
         entry = run_method(m, budget=budget, seeds=[0], out_dir=tmp_path)
-        md = rep.render_markdown(rep.build_results([entry], "cmd"))
+        md = rep.render_markdown(rs.build_results([entry], "cmd"))
         assert ("This is a smoke test" in md) is smoke
 
 
@@ -314,19 +317,19 @@ def _schema1(values, rule="mean >= 0.8 (partial if >= 0.5)", verdict="reproduced
     ],
 )
 def test_parse_rule_inverts_describe(rule):
-    parsed = rep.parse_rule(rule.describe())
+    parsed = rs.parse_rule(rule.describe())
     assert parsed is not None
     # describe() rounds to three decimals or three significant digits: compare what it shows
     assert parsed.describe() == rule.describe() and parsed.op == rule.op
 
 
 def test_parse_rule_refuses_other_text():
-    assert rep.parse_rule("out of scale: 1000 GPUs") is None
-    assert rep.parse_rule("median >= 1") is None
+    assert rs.parse_rule("out of scale: 1000 GPUs") is None
+    assert rs.parse_rule("median >= 1") is None
 
 
 def test_rejudge_schema1_uses_t_intervals_and_never_reproduces():
-    clear = rep.rejudge_schema1(_schema1([0.9, 0.91, 0.92])["methods"][0])
+    clear = rs.rejudge_schema1(_schema1([0.9, 0.91, 0.92])["methods"][0])
     acc, big = clear["claims"]
     # the t interval of the old per-seed values, by scipy
     from scipy import stats
@@ -336,14 +339,12 @@ def test_rejudge_schema1_uses_t_intervals_and_never_reproduces():
         hi
     )
     assert acc["rule_verdict"] == "reproduced" and acc["verdict"] == "inconclusive"
-    assert acc["reason"] == rep.PRE_AUDIT and rep.why_moved(acc) == "null"
+    assert acc["reason"] == rs.PRE_AUDIT and rs.why_moved(acc) == "null"
     assert big["verdict"] == "out of scale" and big["interval"] is None
-    noisy = rep.rejudge_schema1(_schema1([0.3, 0.95, 0.99])["methods"][0])
+    noisy = rs.rejudge_schema1(_schema1([0.3, 0.95, 0.99])["methods"][0])
     assert noisy["claims"][0]["verdict"] == "inconclusive"
     assert "straddles" in noisy["claims"][0]["reason"]
-    failed = rep.rejudge_schema1(
-        _schema1([0.1, 0.12, 0.11], verdict="not reproduced")["methods"][0]
-    )
+    failed = rs.rejudge_schema1(_schema1([0.1, 0.12, 0.11], verdict="not reproduced")["methods"][0])
     assert failed["claims"][0]["verdict"] == "not reproduced"
     assert "schema-1" in clear["notes"][-1]
 
@@ -360,26 +361,26 @@ def test_collect_takes_each_method_from_the_last_source_and_publishes(tmp_path):
     new["methods"][0]["claims"] = new["methods"][0]["claims"][1:]
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "results.json").write_text(json.dumps(new))
-    results = rep.collect([a, b, tmp_path / "c"], out, "icml25 collect out a b c")
+    results = rs.collect([a, b, tmp_path / "c"], out, "icml25 collect out a b c", load_all())
     assert [m["method"] for m in results["methods"]] == ["fake", "other"]
     assert [s["source"] for s in results["sources"]] == [str(b), str(tmp_path / "c")]
     fake = results["methods"][0]
     assert fake["claims"][0]["measured"]["values"] == [0.1, 0.1, 0.2]
     assert (out / "fake" / "curve.png").read_bytes() == b"b"
-    assert rep.load_results(out)["sources"] == results["sources"]
+    assert rs.load_results(out)["sources"] == results["sources"]
     root.mkdir()
-    page = rep.publish(rep.load_results(out), out, root).read_text()
+    page = publish_run(rs.load_results(out), out, root).read_text()
     assert "collected with `icml25 collect out a b c`" in page
     assert "| fake | full | 0,1,2 | `icml25 reproduce fake --budget full` | `abc` | 1 | 0 |" in page
     assert (root / "docs" / "reproduction" / "fake" / "curve.png").exists()
     # collecting from a collected (published) file keeps where each method came from
-    again = rep.collect([out], tmp_path / "again", "icml25 collect again out")
+    again = rs.collect([out], tmp_path / "again", "icml25 collect again out", load_all())
     assert [s["source"] for s in again["sources"]] == [str(b), str(tmp_path / "c")]
 
 
 def test_collect_refuses_a_folder_without_results(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no results\.json"):
-        rep.collect([tmp_path], tmp_path / "out", "x")
+        rs.collect([tmp_path], tmp_path / "out", "x", load_all())
 
 
 def test_republishing_the_same_run_keeps_its_moved_verdicts(tmp_path):
@@ -392,10 +393,10 @@ def test_republishing_the_same_run_keeps_its_moved_verdicts(tmp_path):
         (d / "results.json").write_text(json.dumps(res))
     root = tmp_path / "root"
     root.mkdir()
-    rep.publish(rep.load_results(tmp_path / "old"), tmp_path / "old", root)
-    first = rep.publish(rep.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    publish_run(rs.load_results(tmp_path / "old"), tmp_path / "old", root)
+    first = publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
     assert "1 verdicts moved" in first and "| reproduced | not reproduced |" in first
-    second = rep.publish(rep.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    second = publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
     assert second == first
 
 
@@ -416,10 +417,10 @@ def test_collect_rebuilds_the_texts_of_unchanged_claims_from_the_code(tmp_path):
     second["metric"], second["rule"] = "old words, old rule", "mean >= 123"
     if first.get("null") and "arm" in first["null"]:
         first["null"]["arm"] = "an old arm"
-    res = rep.build_results([entry], "icml25 reproduce pan_privacy --budget full")
+    res = rs.build_results([entry], "icml25 reproduce pan_privacy --budget full")
     (tmp_path / "run").mkdir()
-    rep.write_results(res, tmp_path / "run")
-    out = rep.collect([tmp_path / "run"], tmp_path / "out", "icml25 collect out run")
+    rs.write_results(res, tmp_path / "run")
+    out = rs.collect([tmp_path / "run"], tmp_path / "out", "icml25 collect out run", load_all())
     got = out["methods"][0]["claims"]
     assert got[0]["metric"] == claims[0].metric
     if claims[0].null is not None and claims[0].null.arm is not None:
@@ -428,12 +429,14 @@ def test_collect_rebuilds_the_texts_of_unchanged_claims_from_the_code(tmp_path):
     assert out["sources"][0]["texts_from_code"] == 1
     assert [c["verdict"] for c in got] == [c["verdict"] for c in entry["claims"]]
     # a published file holding a re-judged schema-1 run keeps that run's texts
-    published = rep.load_results(tmp_path / "out")
-    published["methods"][0]["notes"].append(rep.REJUDGED_NOTE)  # as rejudge_schema1 leaves it
+    published = rs.load_results(tmp_path / "out")
+    published["methods"][0]["notes"].append(rs.REJUDGED_NOTE)  # as rejudge_schema1 leaves it
     published["methods"][0]["claims"][0]["metric"] = "the schema-1 run's words"
     (tmp_path / "pub").mkdir()
     (tmp_path / "pub" / "results.json").write_text(json.dumps(published))
-    again = rep.collect([tmp_path / "pub"], tmp_path / "again", "icml25 collect again pub")
+    again = rs.collect(
+        [tmp_path / "pub"], tmp_path / "again", "icml25 collect again pub", load_all()
+    )
     assert again["methods"][0]["claims"][0]["metric"] == "the schema-1 run's words"
     assert again["sources"][0]["texts_from_code"] == 0
     assert again["sources"][0]["schema"] == 1  # the provenance says what the run was

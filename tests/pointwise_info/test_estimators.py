@@ -395,7 +395,8 @@ def test_the_readme_flow_on_a_small_cnn():
 def test_controls_are_marked_and_left_out_of_the_tally():
     """The ensemble comparison, TS on PVI scores and the power check are our controls: they
     carry kind="control" and the report's tally counts only the paper's claims."""
-    from icml25.core.report import claim_rows, verdict_counts
+    from icml25.core.report import claim_rows
+    from icml25.core.results import verdict_counts
     from icml25.pointwise_info.reproduce import CLAIMS
 
     controls = {c.id for c in CLAIMS if c.kind == "control"}

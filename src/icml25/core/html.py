@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from icml25.core.claims import VERDICTS
-from icml25.core.report import (
+from icml25.core.results import (
     gate_text,
     kind_of,
     measured_text,
