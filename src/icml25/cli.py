@@ -212,7 +212,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"report: {path}")
     print(f"report: {page} (open it in a browser)")
     if args.publish:
-        print(f"published: {publish_run(results, args.dir, Path.cwd())}")
+        try:
+            print(f"published: {publish_run(results, args.dir, Path.cwd())}")
+        except FileNotFoundError as exc:
+            print(f"icml25: {exc}; nothing was published", file=sys.stderr)
+            return EXIT_USAGE
     return 0
 
 

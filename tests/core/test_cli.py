@@ -43,7 +43,7 @@ def test_reproduce_report_and_resume(tmp_path):
     r4 = _run("report", str(out_dir), "--publish", cwd=pub)
     assert r4.returncode == 0, r4.stderr
     text = (pub / "REPRODUCTION.md").read_text()
-    assert "docs/reproduction/constrained_clustering/" in text
+    assert "(docs/reproduction/report.html#constrained_clustering--" in text
     for fig in results["methods"][0]["figures"]:
         assert (pub / "docs" / "reproduction" / fig).exists()
 

@@ -112,7 +112,7 @@ def test_page_is_self_contained_and_complete(run_dir):
     assert not re.search(r'<img[^>]+src="(?!data:image/png;base64,)', page)
     assert page.count("<img") == 3  # every figure embedded
     assert page.count('<section id="m-') == 2
-    verdicts = re.findall(r'<tr data-verdict="([^"]+)" data-method="alpha"', page)
+    verdicts = re.findall(r'<tr id="alpha--[^"]+" data-verdict="([^"]+)" data-method="alpha"', page)
     assert verdicts == [
         "reproduced",
         "reproduced",  # by a hair: the interval touches the threshold

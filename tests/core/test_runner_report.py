@@ -1,4 +1,5 @@
 import json
+import shutil
 import sys
 import types
 
@@ -251,7 +252,6 @@ def test_schema_1_files_still_load_and_render(tmp_path):
     c.update(verdict="inconclusive", rule_verdict="reproduced", reason="no null arm declared")
     (moved,) = rs.moved_verdicts(old, new)
     assert (moved["old"], moved["new"], moved["why"]) == ("reproduced", "inconclusive", "null")
-    assert "1 verdicts moved" in rep.moved_section(old, new)
 
 
 def test_tiny_report_says_it_is_a_smoke_test(tmp_path, monkeypatch):
@@ -487,3 +487,67 @@ def test_one_thread_pins_torch_and_blas_and_restores_them():
     with pytest.raises(RuntimeError), one_thread():  # restored after an exception too
         raise RuntimeError("boom")
     assert torch.get_num_threads() == before_torch and blas() == before_blas
+
+
+def _published_pair(tmp_path):
+    old = _schema1([0.9, 0.91, 0.92])
+    new = _schema1([0.1, 0.1, 0.2], verdict="not reproduced")
+    new["created"] = "2026-02-01T00:00:00+00:00"
+    new["command"] = f"icml25 reproduce fake --out {tmp_path}/work/runs/pub9"
+    new["methods"][0]["notes"] = [f"read {tmp_path}/data/x.csv and /usr/share/datasets/y"]
+    for d, res in ((tmp_path / "old", old), (tmp_path / "new", new)):
+        (d / "fake").mkdir(parents=True)
+        (d / "fake" / "curve.png").write_bytes(b"x")
+        (d / "results.json").write_text(json.dumps(res))
+    root = tmp_path / "root"
+    root.mkdir()
+    return root
+
+
+def test_publish_writes_no_machine_path_and_no_copy_of_the_old_results(tmp_path):
+    root = _published_pair(tmp_path)
+    publish_run(rs.load_results(tmp_path / "old"), tmp_path / "old", root)
+    page = publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    docs = root / "docs" / "reproduction"
+    published = (docs / "results.json").read_text()
+    for text in (page, published, (docs / "report.html").read_text()):
+        assert str(tmp_path) not in text
+    assert "--out runs/pub9" in published and "/usr/share/datasets/y" in published
+    assert not (docs / "previous.json").exists()
+    assert json.loads(published)["published"]["moved"][0]["new"] == "not reproduced"
+    assert "[acc](docs/reproduction/report.html#fake--acc)" in page
+    assert 'id="fake--acc"' in (docs / "report.html").read_text()
+
+
+def test_republishing_from_the_published_folder_itself_keeps_it_whole(tmp_path):
+    root = _published_pair(tmp_path)
+    publish_run(rs.load_results(tmp_path / "old"), tmp_path / "old", root)
+    first = publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    docs = root / "docs" / "reproduction"
+    again = publish_run(rs.load_results(docs), docs, root).read_text()
+    assert (
+        again.split("published with")[1].split("\n")[1:]
+        == first.split("published with")[1].split("\n")[1:]
+    )
+    assert (docs / "fake" / "curve.png").exists()
+
+
+def test_a_publish_with_a_missing_figure_changes_nothing(tmp_path):
+    root = _published_pair(tmp_path)
+    publish_run(rs.load_results(tmp_path / "old"), tmp_path / "old", root)
+    before = (root / "REPRODUCTION.md").read_text()
+    (tmp_path / "new" / "fake" / "curve.png").unlink()
+    with pytest.raises(FileNotFoundError, match=r"fake/curve\.png"):
+        publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root)
+    assert (root / "REPRODUCTION.md").read_text() == before
+    assert (root / "docs" / "reproduction" / "fake" / "curve.png").exists()
+
+
+def test_a_legacy_previous_json_gives_the_moves_of_a_republished_run(tmp_path):
+    root = _published_pair(tmp_path)
+    docs = root / "docs" / "reproduction"
+    publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root)  # nothing before
+    assert "Moved verdicts" not in (root / "REPRODUCTION.md").read_text()
+    shutil.copy(tmp_path / "old" / "results.json", docs / "previous.json")
+    page = publish_run(rs.load_results(tmp_path / "new"), tmp_path / "new", root).read_text()
+    assert "1 verdicts moved" in page and not (docs / "previous.json").exists()

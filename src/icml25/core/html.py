@@ -89,6 +89,11 @@ SCRIPT = """
 """
 
 
+def claim_anchor(method: str, claim_id: str) -> str:
+    """The ``id`` of a claim's row: ``report.html#<method>--<claim id>``."""
+    return f"{method}--{claim_id}"
+
+
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
@@ -228,7 +233,8 @@ def _rows(m: dict[str, Any], kind: str, schema2: bool) -> str:
             cells += [f"<td>{_e(null_text(c))}</td>", f"<td>{_e(gate_text(c))}</td>"]
         cells.append(f'<td class="v">{_verdict_cell(c)}</td>')
         out.append(
-            f'<tr data-verdict="{_e(c["verdict"])}" data-method="{_e(m["method"])}">'
+            f'<tr id="{_e(claim_anchor(m["method"], c["id"]))}" '
+            f'data-verdict="{_e(c["verdict"])}" data-method="{_e(m["method"])}">'
             + "".join(cells)
             + "</tr>"
         )

@@ -10,7 +10,6 @@ from icml25.core.results import (
     gate_text,
     kind_of,
     measured_text,
-    moved_verdicts,
     null_text,
     tally_text,
     time_line,
@@ -96,7 +95,7 @@ def render_markdown(results: dict[str, Any]) -> str:
             ]
         header = [kind if col == "id" else col for col in COLUMNS]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(_md_cell(x) for x in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(md_cell(x) for x in row) + " |" for row in rows]
     for m in results["methods"]:
         paper = m["paper"]
         lines += [
@@ -141,7 +140,7 @@ def sources_text(results: dict[str, Any]) -> str:
         lines.append(
             "| "
             + " | ".join(
-                _md_cell(str(x))
+                md_cell(str(x))
                 for x in (
                     s["method"],
                     m.get("budget", "?"),
@@ -157,37 +156,7 @@ def sources_text(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def moved_section(previous: dict[str, Any], results: dict[str, Any]) -> str:
-    """The old and the new tally, and every claim or control whose verdict moved, with why."""
-    moved = moved_verdicts(previous, results)
-    lines = [
-        f"**Tally before** (the previously published run, `{previous.get('command', '?')}`): "
-        f"{tally_text(previous)}. **Now:** {tally_text(results)}.",
-        "",
-    ]
-    if not moved:
-        return "\n".join([*lines, "No verdict moved."])
-    lines += [
-        f"{len(moved)} verdicts moved (why: `interval` straddles the rule, `null` the null arm "
-        "passes or none was declared, `gate` the setting failed its precondition, "
-        "`measurement` the value or the rule itself):",
-        "",
-        "| method | id | kind | before | now | why | reason |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    lines += [
-        "| "
-        + " | ".join(
-            _md_cell(x)
-            for x in (r["method"], r["id"], r["kind"], r["old"], r["new"], r["why"], r["reason"])
-        )
-        + " |"
-        for r in moved
-    ]
-    return "\n".join(lines)
-
-
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
