@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from icml25.signsgd_risk import GaussianNoise, SignSGD, StudentTNoise, risk_ode, simulate
-from icml25.signsgd_risk.reproduce import correlated_covariance, diagonal_problem
+from icml25.signsgd_risk.experiments import correlated_covariance, diagonal_problem
 
 
 def _time(fn, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ import numpy as np
 from scipy import integrate
 
 from icml25.signsgd_risk import CauchyNoise, GaussianNoise, phi, risk_ode
-from icml25.signsgd_risk.reproduce import _sgd_coefficient, frozen_phi_risk
+from icml25.signsgd_risk.experiments import _sgd_coefficient, frozen_phi_risk
 
 
 def test_frozen_phi_risk_solves_the_linear_ode() -> None:
