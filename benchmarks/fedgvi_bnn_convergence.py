@@ -2,8 +2,8 @@
 
 ``main``: the full budget's BNN arms with the local problems run closer to convergence (the
 official patience of 10 epochs, at most 60 epochs instead of 15), on one seed. It ran on seeds
-0-2 before the second full run (README) and showed that 70% of the local problems then stop
-early, the first round's still at the cap.
+0-2 before the second full run (the method's NOTES.md) and showed that 70% of the local
+problems then stop early, the first round's still at the cap.
 
 ``pilot`` (``--pilot``): how many epochs the *first* round's local problems need before early
 stopping ends them (patience 10, cap 300), on seed 100 (not a claims seed), one round, the
@@ -24,7 +24,8 @@ import sys
 import time
 from typing import Any
 
-from icml25.fedgvi.reproduce import BNN_ARMS, BUDGETS, run_bnn
+from icml25.fedgvi.experiments import BUDGETS
+from icml25.fedgvi.experiments_bnn import BNN_ARMS, run_bnn
 
 # the submodule (the package re-exports the function fedgvi under the same name)
 F = sys.modules["icml25.fedgvi.fedgvi"]

@@ -6,6 +6,7 @@
 
 The seeds are the reproduction's own (``RunContext.seeds_run``: the CLI's seeds extended to
 the budget's count); the (C) part runs for the first ``bnn_seeds`` of them, as in the reproduction.
+One seed alone: ``icml25 seed fedgvi SEED --budget BUDGET --out OUT``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 from icml25.core.runner import RunContext
-from icml25.fedgvi.reproduce import BUDGETS, run_seed
+from icml25.fedgvi.reproduce import one_seed
 
 
 def main(budget: str, out: str, which: str, cli_seeds: str = "0,1,2") -> None:
@@ -24,11 +25,8 @@ def main(budget: str, out: str, which: str, cli_seeds: str = "0,1,2") -> None:
         out_dir=Path(out) / "fedgvi",
         progress=lambda msg: print(msg, flush=True),
     )
-    b = BUDGETS[budget]
-    seeds = ctx.seeds_run(at_least=b.seeds, at_most=b.seeds)
     for s in (int(x) for x in which.split(",")):
-        i = seeds.index(s)
-        run_seed(ctx, s, with_bnn=i < b.bnn_seeds)
+        one_seed(ctx, s)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from icml25.core.metrics import ece
+from icml25.fedgvi import experiments_bnn as BNN
+from icml25.fedgvi import experiments_location as LOC
+from icml25.fedgvi import experiments_logistic as LR
 from icml25.fedgvi import reproduce as R
 from icml25.fedgvi.models import MLPClassifier
 
@@ -14,8 +17,8 @@ def _fake_lr(seed: int) -> dict:
     y = rng.integers(0, 2, 60)
     arms = ["clean|FedAvg", "contaminated|FedAvg", "clean|prior-only"]
     for tag in ("clean", "contaminated"):
-        for p in R.LR_PRIORS:
-            methods = (*R.LR_METHODS, *(R.LR_NULLS if tag == "contaminated" else ()))
+        for p in LR.LR_PRIORS:
+            methods = (*LR.LR_METHODS, *(LR.LR_NULLS if tag == "contaminated" else ()))
             arms += [f"{tag}|{p}|{m}" for m in methods]
     p1 = {a: np.clip(rng.beta(2, 2, 60) * 0.6 + 0.4 * y, 0, 1) for a in arms}
     p1["clean|prior-only"] = np.full(60, 0.5)
@@ -25,11 +28,11 @@ def _fake_lr(seed: int) -> dict:
 def test_lr_metrics_from_rows_equal_the_direct_metrics() -> None:
     """The row statistics (fast ECE included) give the numbers of _metrics / core ece."""
     r = _fake_lr(0)
-    rows, index = R._lr_rows(r)
-    table = R._lr_table(r)
+    rows, index = LR._lr_rows(r)
+    table = LR.lr_table(r)
     for arm in r["p1"]:
         for what in ("acc", "nll", "ece"):
-            assert R._col(rows, index, arm, what) == pytest.approx(table[arm][what], abs=1e-12)
+            assert LR._col(rows, index, arm, what) == pytest.approx(table[arm][what], abs=1e-12)
     p = np.clip(r["p1"]["clean|broad|PVI"], 1e-12, 1 - 1e-12)
     pred = (p >= 0.5).astype(int)
     conf = np.where(pred == 1, p, 1 - p)
@@ -37,24 +40,24 @@ def test_lr_metrics_from_rows_equal_the_direct_metrics() -> None:
     # a claim by hand: best FedGVI variant - PVI, contaminated, mean over priors
     want = np.mean(
         [
-            max(table[f"contaminated|{p}|{m}"]["acc"] for m in R.LR_METHODS[1:])
+            max(table[f"contaminated|{p}|{m}"]["acc"] for m in LR.LR_METHODS[1:])
             - table[f"contaminated|{p}|PVI"]["acc"]
-            for p in R.LR_PRIORS
+            for p in LR.LR_PRIORS
         ]
     )
-    stat = R._LRStat("lr_accuracy_gain_contaminated", index)
+    stat = LR._LRStat("lr_accuracy_gain_contaminated", index)
     assert stat(rows) == pytest.approx(want)
-    assert R._LRStat("lr_no_loss_clean/null", index)(rows) == pytest.approx(
+    assert LR._LRStat("lr_no_loss_clean/null", index)(rows) == pytest.approx(
         np.mean(
-            [abs(100 * np.mean(r["y"] == 1) - table[f"clean|{p}|PVI"]["acc"]) for p in R.LR_PRIORS]
+            [abs(100 * np.mean(r["y"] == 1) - table[f"clean|{p}|PVI"]["acc"]) for p in LR.LR_PRIORS]
         )
     )
 
 
 def test_lr_measurements_bootstrap_one_seed_and_t_over_three() -> None:
-    one = R._lr_measurements([_fake_lr(0)])
-    three = R._lr_measurements([_fake_lr(s) for s in range(3)])
-    for name in R.LR_METRICS:
+    one = LR.lr_measurements([_fake_lr(0)])
+    three = LR.lr_measurements([_fake_lr(s) for s in range(3)])
+    for name in LR.LR_METRICS:
         assert one[name].interval.method.startswith("bootstrap"), name
         assert three[name].interval.method == "t (n=3)", name
         assert len(three[name].values) == 3
@@ -67,29 +70,29 @@ def test_a_no_pull_fedavg_with_the_same_budget_stops_early() -> None:
     y = (X[:, 0] > 0).astype(int)
     models = [MLPClassifier(X[i::2], y[i::2], 2) for i in range(2)]
     w0 = np.zeros(models[0].dim)
-    w = R.fedavg_mlp(models, w0, rounds=1, epochs=400, seed=0, patience=3)
+    w = BNN.fedavg_mlp(models, w0, rounds=1, epochs=400, seed=0, patience=3)
     import torch
 
     acc = np.mean(models[0].predict_proba(torch.as_tensor(w)[None], X).argmax(1) == y)
     assert acc > 0.9
-    same = R.fedavg_mlp(models, w0, rounds=1, epochs=2, seed=0)
-    again = R.fedavg_mlp(models, w0, rounds=1, epochs=2, seed=0, patience=None)
+    same = BNN.fedavg_mlp(models, w0, rounds=1, epochs=2, seed=0)
+    again = BNN.fedavg_mlp(models, w0, rounds=1, epochs=2, seed=0, patience=None)
     np.testing.assert_array_equal(same, again)
 
 
 def test_location_nulls_are_the_mechanisms_at_their_vanishing_limits() -> None:
     """IMQ with a flat weight and the AR divergence at alpha -> 1 are PVI to high accuracy on
     the same data; the damped one-round null is not exact."""
-    xs = R.location_data(np.random.default_rng(0), 0.2)
-    pvi, _, _ = R.location_run(xs, "PVI", (0.0, 10.0), 30)
-    flat, _, _ = R.location_run(xs, "null IMQ c=1e6", (0.0, 10.0), 30)
+    xs = LOC.location_data(np.random.default_rng(0), 0.2)
+    pvi, _, _ = LOC.location_run(xs, "PVI", (0.0, 10.0), 30)
+    flat, _, _ = LOC.location_run(xs, "null IMQ c=1e6", (0.0, 10.0), 30)
     assert flat == pytest.approx(pvi, abs=1e-6)
     wrong = (3.0, 0.1)
-    pvi_w, _, _ = R.location_run(xs, "PVI", wrong, 30)
-    ar1, _, _ = R.location_run(xs, "null AR 1.001", wrong, 30)
+    pvi_w, _, _ = LOC.location_run(xs, "PVI", wrong, 30)
+    ar1, _, _ = LOC.location_run(xs, "null AR 1.001", wrong, 30)
     assert abs(ar1 - pvi_w) < 0.01 * abs(pvi_w)
-    assert R._one_round_error(xs, (0.0, 10.0), 1.0) < 1e-12
-    assert R._one_round_error(xs, (0.0, 10.0), 0.2) > 1e-3
+    assert LOC._one_round_error(xs, (0.0, 10.0), 1.0) < 1e-12
+    assert LOC._one_round_error(xs, (0.0, 10.0), 0.2) > 1e-3
 
 
 def test_seeds_are_checkpointed_and_reused_only_for_the_same_budget(monkeypatch, tmp_path):
@@ -109,6 +112,7 @@ def test_seeds_are_checkpointed_and_reused_only_for_the_same_budget(monkeypatch,
     ctx = RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
     first = R.run_seed(ctx, 3, with_bnn=True)
     assert len(calls) == 3 and first["bnn"]["seed"] == 3
+    assert (tmp_path / "checkpoints" / "tiny-seed3.pkl").is_file()
     again = R.run_seed(ctx, 3, with_bnn=True)
     assert len(calls) == 3 and again == first  # reused
     R.run_seed(ctx, 3, with_bnn=False)  # another key: recomputed
@@ -116,3 +120,25 @@ def test_seeds_are_checkpointed_and_reused_only_for_the_same_budget(monkeypatch,
     monkeypatch.setattr(R, "CHECKPOINT_VERSION", R.CHECKPOINT_VERSION + 1)
     R.run_seed(ctx, 3, with_bnn=False)
     assert len(calls) == 7
+
+
+def test_one_seed_computes_the_checkpoint_reproduce_reuses(monkeypatch, tmp_path):
+    """``icml25 seed fedgvi SEED`` (one_seed) saves what run_seed, as reproduce calls it for
+    that seed, reuses."""
+    from icml25.core.runner import RunContext
+
+    calls = []
+
+    def fake(name):
+        def run(b, seed):
+            calls.append((name, seed))
+            return {"seed": seed}
+
+        return run
+
+    for name in ("run_location", "run_logistic", "run_bnn"):
+        monkeypatch.setattr(R, name, fake(name))
+    R.one_seed(RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path), 0)
+    assert len(calls) == 3  # (C) included: the tiny budget runs it on its one seed
+    R.run_seed(RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path), 0, with_bnn=True)
+    assert len(calls) == 3  # reused

@@ -3,16 +3,16 @@
 import numpy as np
 import pytest
 
-from icml25.pfl_tradeoff import reproduce as R
+from icml25.pfl_tradeoff import experiments as E
 from icml25.pfl_tradeoff.fedclup import pfl_optimum
 
 
 def test_ridge_null_is_local_at_zero_and_shrinks_to_the_origin() -> None:
-    problems, _, w_star = R.synthetic(np.random.default_rng(0), 0.5)
+    problems, _, w_star = E.synthetic(np.random.default_rng(0), 0.5)
     _, local = pfl_optimum(problems, 0.0)
     want = np.mean([np.sum((w - ws) ** 2) for w, ws in zip(local, w_star, strict=True)])
-    assert R.ridge_error(problems, w_star, 0.0) == pytest.approx(want, rel=1e-10)
-    far = R.ridge_error(problems, w_star, 1e9)
+    assert E.ridge_error(problems, w_star, 0.0) == pytest.approx(want, rel=1e-10)
+    far = E.ridge_error(problems, w_star, 1e9)
     assert far == pytest.approx(np.mean(np.sum(w_star**2, axis=1)), rel=1e-6)
     # brute force: each client's ridge solution zeroes its objective's gradient
     lam, pr = 0.7, problems[3]
@@ -23,23 +23,23 @@ def test_ridge_null_is_local_at_zero_and_shrinks_to_the_origin() -> None:
 def test_no_pull_scores_every_lambda_arm_as_local_training() -> None:
     rows = [(0.0, 90.0, 0.1), (0.1, 92.0, 0.2), (0.5, 91.0, 0.3), (np.nan, 89.0, 0.1)]
     rows.append((np.inf, 80.0, 0.5))
-    null = R._no_pull(rows, 2)
+    null = E._no_pull(rows, 2)
     assert [r[1] for r in null] == [90.0, 90.0, 90.0, 89.0, 80.0]
-    assert R._interior(rows, 2) == pytest.approx(2.0)
-    assert R._interior(null, 2) == 0.0  # ties local: the null cannot show a gain
+    assert E._interior(rows, 2) == pytest.approx(2.0)
+    assert E._interior(null, 2) == 0.0  # ties local: the null cannot show a gain
     # FedAvg ahead: the null's interior value is local - FedAvg < 0
     rows[-1] = (np.inf, 95.0, 0.5)
-    assert R._interior(R._no_pull(rows, 2), 2) == pytest.approx(-5.0)
+    assert E._interior(E._no_pull(rows, 2), 2) == pytest.approx(-5.0)
 
 
 def test_fixed_lambda_is_the_rule_at_the_middle_heterogeneity() -> None:
-    assert R.FIXED_LAMBDA == pytest.approx(5 / (50 * 0.25))
+    assert E.FIXED_LAMBDA == pytest.approx(5 / (50 * 0.25))
 
 
 def test_synthetic_metrics_read_the_requested_table() -> None:
-    lams = len(R.LAMBDAS)
-    errors = {R_: np.linspace(1.0, 2.0, lams) for R_ in R.R_VALUES}
-    ridge = {R_: np.linspace(2.0, 1.0, lams) for R_ in R.R_VALUES}
+    lams = len(E.LAMBDAS)
+    errors = {R_: np.linspace(1.0, 2.0, lams) for R_ in E.R_VALUES}
+    ridge = {R_: np.linspace(2.0, 1.0, lams) for R_ in E.R_VALUES}
     s = {"errors": errors, "ridge": ridge}
-    assert R._synthetic_metrics(s)["interior_lambda"] == pytest.approx(1.0)
-    assert R._synthetic_metrics(s, "ridge")["best_lambda_decreases_with_R"] == 1.0
+    assert E._synthetic_metrics(s)["interior_lambda"] == pytest.approx(1.0)
+    assert E._synthetic_metrics(s, "ridge")["best_lambda_decreases_with_R"] == 1.0
