@@ -57,3 +57,74 @@ def test_choice_names_the_options():
     assert V.choice("mode", "a", ("a", "b")) == "a"
     with pytest.raises(ValueError, match=r"mode must be one of \['a', 'b'\], got 'c'"):
         V.choice("mode", "c", ("a", "b"))
+
+
+def test_a_value_of_the_wrong_kind_is_both_a_type_and_a_value_error():
+    import numpy as np
+    import pytest
+
+    from icml25.core import validate as V
+
+    for call in (
+        lambda: V.integer("k", "3"),
+        lambda: V.integer("k", True),
+        lambda: V.number("x", "0.3"),
+        lambda: V.number("x", False),
+        lambda: V.finite_array("a", [True, False]),
+        lambda: V.finite_array("a", ["1", "2"]),
+        lambda: V.real_array("a", "1.0"),
+        lambda: V.real_array("a", [[1, 2], [3]]),
+        lambda: V.real_array("a", np.array([True])),
+    ):
+        with pytest.raises(V.InvalidTypeError) as info:
+            call()
+        assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    # a bad value of the right kind is a ValueError only
+    with pytest.raises(ValueError) as info:
+        V.integer("k", 0, low=1)
+    assert not isinstance(info.value, TypeError)
+
+
+def test_real_array_options():
+    import math
+
+    import numpy as np
+    import pytest
+
+    from icml25.core import validate as V
+
+    assert V.real_array("a", 2).shape == ()
+    assert V.real_array("a", [1, 2], shape=(2,)).dtype == np.float64
+    with pytest.raises(ValueError, match=r"a must be a number or have shape \(3,\)"):
+        V.real_array("a", [1, 2], shape=(3,))
+    with pytest.raises(ValueError, match="a must be finite"):
+        V.real_array("a", [1, math.nan])
+    assert math.isnan(V.real_array("a", [1, math.nan], allow_nan=True)[1])
+    assert math.isinf(V.real_array("a", [math.inf], finite=False)[0])
+    with pytest.raises(ValueError, match="a must be > 0"):
+        V.real_array("a", [1, 0], low=0, low_open=True)
+    with pytest.raises(ValueError, match="whole numbers"):
+        V.real_array("a", [1.5], integer=True)
+
+
+def test_number_allow_inf_and_seeds_and_callables():
+    import math
+
+    import pytest
+
+    from icml25.core import validate as V
+
+    assert V.number("r", math.inf, low=0.0, allow_inf=True) == math.inf
+    for bad in (math.nan, -1.0):
+        with pytest.raises(ValueError, match="r must be a number >= 0"):
+            V.number("r", bad, low=0.0, allow_inf=True)
+    assert V.seeds("seeds", range(3)) == (0, 1, 2)
+    with pytest.raises(TypeError, match=r"e\.g\. range\(3\)"):
+        V.seeds("seeds", 3)
+    with pytest.raises(ValueError, match="non-empty"):
+        V.seeds("seeds", [])
+    with pytest.raises(V.InvalidTypeError):
+        V.seeds("seeds", [True])
+    assert V.optional_callable("f", None) is None
+    with pytest.raises(TypeError, match="f must be a callable"):
+        V.optional_callable("f", 3)

@@ -43,13 +43,13 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
         "risk_ode K str",
         lambda: sg.risk_ode(["1"] * 4, _t0, _ts, t_max=1.0),
         TypeError,
-        "K must be an array",
+        "K must be a number or an array",
     ),
     (
         "risk_ode theta str",
         lambda: sg.risk_ode(_K, ["1"] * 4, _ts, t_max=1.0),
         TypeError,
-        "theta0 must be an array",
+        "theta0 must be a number or an array",
     ),
     ("risk_ode times str", lambda: sg.risk_ode(_K, _t0, _ts, times=["0"]), TypeError, "times"),
     (
@@ -98,7 +98,7 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
         "adam_coefficients risk str",
         lambda: sg.adam_coefficients(["1"], beta1=0.0, beta2=0.5),
         TypeError,
-        "risk must be an array",
+        "risk must be a number or an array",
     ),
     (
         "adam_coefficients window bool",

@@ -1,9 +1,20 @@
 """Argument checks for public entry points, worded the same way everywhere.
 
-Every check raises ``ValueError`` (or ``TypeError`` for a wrong type) whose message names the
-argument, says what it must be, and shows what it got: ``lr must be a finite number > 0, got
--0.5``. The checks return the value converted (``int``, ``float``, ``np.ndarray``), so a call
-site reads ``steps = integer("steps", steps, low=1)``.
+Every check raises an error whose message names the argument, says what it must be, and shows
+what it got: ``lr must be a finite number > 0, got -0.5``. One exception type per kind of
+error:
+
+- a value of the wrong kind (a string or a boolean where a number is meant, an array of
+  strings, a ragged list) raises :class:`InvalidTypeError`, which is both a ``TypeError``
+  (Python's convention) and a ``ValueError`` (so code catching either catches it, as NumPy's
+  ``AxisError`` is both a ``ValueError`` and an ``IndexError``);
+- a value of the right kind that is out of range, of the wrong shape, NaN or infinite raises
+  ``ValueError``;
+- an object that is not of a required class (a tensor, a callable, a sequence) raises
+  ``TypeError``.
+
+Booleans are never numbers. The checks return the value converted (``int``, ``float``,
+``np.ndarray``), so a call site reads ``steps = integer("steps", steps, low=1)``.
 """
 
 from __future__ import annotations
@@ -18,6 +29,15 @@ import numpy as np
 
 if TYPE_CHECKING:
     import torch
+
+
+class InvalidTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (see the module docstring)."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_tensor(value: Any) -> bool:
@@ -55,9 +75,11 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
         and math.isfinite(float(value))
         and float(value).is_integer()
     )
-    if isinstance(value, bool) or not ok_type:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidTypeError(f"{name} must be {what}, got {value!r}")
+    if not ok_type:
         raise ValueError(f"{name} must be {what}, got {value!r}")
-    v = int(value)
+    v = int(float(value)) if not isinstance(value, numbers.Integral) else int(value)
     if not _in_bounds(v, low, high, False, False):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
@@ -71,18 +93,21 @@ def number(
     high: float | None = None,
     low_open: bool = False,
     high_open: bool = False,
+    allow_inf: bool = False,
 ) -> float:
-    """``value`` as a finite ``float`` in the given (open or closed) interval."""
+    """``value`` as a finite ``float`` in the given (open or closed) interval (``+-inf``
+    allowed, within the bounds, with ``allow_inf``; NaN never)."""
     bounds = _bounds(low, high, low_open, high_open)
-    what = "a finite number" + (f" {bounds}" if bounds else "")
+    what = ("a number" if allow_inf else "a finite number") + (f" {bounds}" if bounds else "")
     if _is_tensor(value) and value.numel() == 1:
         value = value.item()
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise InvalidTypeError(f"{name} must be {what}, got {value!r}")
     v = float(value)
-    if not math.isfinite(v) or not _in_bounds(v, low, high, low_open, high_open):
+    finite = math.isfinite(v) or (allow_inf and not math.isnan(v))
+    if not finite or not _in_bounds(v, low, high, low_open, high_open):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
 
@@ -104,6 +129,78 @@ def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
     return value
 
 
+def real_array(
+    name: str,
+    value: Any,
+    *,
+    shape: tuple[int, ...] | None = None,
+    low: float | None = None,
+    low_open: bool = False,
+    integer: bool = False,
+    allow_nan: bool = False,
+    finite: bool = True,
+) -> np.ndarray:
+    """``value`` (a number, an array, a tensor) as a float64 array of real numbers: strings,
+    booleans, objects and ragged lists are refused (:class:`InvalidTypeError`). ``shape``: a
+    number or exactly this shape. ``finite``: no NaN or inf (``allow_nan``: NaN passes, a
+    result's "undefined here"). ``low``: every entry ``>= low`` (``> low`` with ``low_open``).
+    ``integer``: whole numbers."""
+    if _is_tensor(value):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, (str, bytes)):
+        raise InvalidTypeError(
+            f"{name} must be a number or an array of numbers, got a string {_show(value)}"
+        )
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # a ragged list
+        raise InvalidTypeError(
+            f"{name} must be a number or an array of numbers, got {_show(value)}"
+        ) from exc
+    if raw.dtype.kind not in "iuf":
+        raise InvalidTypeError(
+            f"{name} must be a number or an array of numbers (not strings or booleans), got "
+            f"dtype {raw.dtype}: {_show(value)}"
+        )
+    arr = raw.astype(np.float64)
+    if shape is not None and arr.ndim and arr.shape != shape:
+        raise ValueError(f"{name} must be a number or have shape {shape}, got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr) | (allow_nan & np.isnan(arr))):
+        raise ValueError(f"{name} must be finite, got {_show(value)}")
+    if integer and not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must hold whole numbers, got {_show(value)}")
+    if low is not None:
+        with np.errstate(invalid="ignore"):
+            bad = arr <= low if low_open else arr < low
+        if np.any(bad):
+            what = f"{'>' if low_open else '>='} {low:g}"
+            raise ValueError(f"{name} must be {what}, got {_show(value)}")
+    return arr
+
+
+def seeds(name: str, value: Any) -> tuple[int, ...]:
+    """A non-empty sequence of integers >= 0 (``1.5``, ``"01"`` and ``True`` are refused)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence | np.ndarray):
+        hint = (
+            f" (e.g. range({value}) for {value} seeds, or [{value}])"
+            if isinstance(value, int) and not isinstance(value, bool)
+            else ""
+        )
+        raise TypeError(f"{name} must be a sequence of non-negative integers, got {value!r}{hint}")
+    out = tuple(integer(name, s, low=0) for s in value)
+    if not out:
+        raise ValueError(f"{name} must be a non-empty sequence of non-negative integers, got []")
+    return out
+
+
+def optional_callable(name: str, value: Any, what: str = "") -> Any:
+    """``value`` if it is None or callable (``what`` says what it is called as)."""
+    if value is not None and not callable(value):
+        called = f" {what}" if what else ""
+        raise TypeError(f"{name} must be a callable{called} (or None), got {_show(value)}")
+    return value
+
+
 def finite_array(
     name: str,
     value: Any,
@@ -116,9 +213,19 @@ def finite_array(
     if _is_tensor(value):
         value = value.detach().cpu().numpy()
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
+        if raw.dtype.kind in "bUSV":  # booleans, strings, bytes: never numbers
+            raise InvalidTypeError(
+                f"{name} must be an array of numbers (not strings or booleans), got dtype "
+                f"{raw.dtype}"
+            )
+        arr = raw.astype(np.float64)
+    except InvalidTypeError:
+        raise
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from exc
+        raise InvalidTypeError(
+            f"{name} must be an array of numbers, got {type(value).__name__}"
+        ) from exc
     dims = (ndim,) if isinstance(ndim, int) else ndim
     if dims is not None and arr.ndim not in dims:
         want = " or ".join(f"{d}-D" for d in dims)

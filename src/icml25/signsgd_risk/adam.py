@@ -52,8 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate
 
+from icml25.core import validate as V
 from icml25.core.validate import integer, number
-from icml25.signsgd_risk.checks import real_array, real_number
 from icml25.signsgd_risk.noise import GaussianNoise, LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     LearningRate,
@@ -71,7 +71,7 @@ _TAIL = 1e-4  # truncate moving averages where the remaining weight is below thi
 
 
 def _check_betas(beta1: float, beta2: float, *, allow_limit: bool) -> tuple[float, float]:
-    b1, b2 = real_number("beta1", beta1), real_number("beta2", beta2)
+    b1, b2 = V.number("beta1", beta1, low=0.0), V.number("beta2", beta2, low=0.0)
     if not (math.isfinite(b1) and 0.0 <= b1 < 1.0):
         raise ValueError(f"beta1 must lie in [0, 1), got {beta1!r}")
     top_ok = b2 <= 1.0 if allow_limit else b2 < 1.0
@@ -210,7 +210,7 @@ def adam_coefficients(
     n_chains = integer("n_chains", n_chains, low=2)
     window = integer("window", window, low=1)
     seed = integer("seed", seed, low=0)
-    risks = np.atleast_1d(real_array("risk", risk))
+    risks = np.atleast_1d(V.real_array("risk", risk, finite=False))
     if risks.ndim != 1 or risks.size == 0:
         raise ValueError("risk must be a positive number or a non-empty 1-D grid")
     if not np.all(np.isfinite(risks)) or np.any(risks <= 0) or np.any(np.diff(risks) <= 0):
@@ -308,7 +308,7 @@ def adam_ode(
         base = P0 if P0 > 0 else 1.0
         grid = np.geomspace(1e-3 * base, 10 * base, 25)
     else:
-        grid = real_array("risk_grid", risk_grid)
+        grid = V.real_array("risk_grid", risk_grid, finite=False)
     coef = adam_coefficients(
         grid, beta1=beta1, beta2=beta2, noise=noise, method=method, n_chains=n_chains,
         window=window, seed=seed,
@@ -365,7 +365,7 @@ def simulate_adam(
     d = Karr.shape[0]
     th0, ths = check_vectors(d, theta0, theta_star)
     b1, b2 = _check_betas(beta1, beta2, allow_limit=False)
-    eps = real_number("eps", eps)
+    eps = V.number("eps", eps, low=0.0)
     noise = as_noise(noise)
     eta = lr_function(lr)
     seeds, t_req = check_run(seeds, t_max, times, chunk)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.core import validate as V
 from icml25.core.validate import integer
-from icml25.signsgd_risk.checks import positive, real_array, real_number
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     Optimizer,
@@ -32,7 +32,7 @@ from icml25.signsgd_risk.simulate import sign_gradient_moments
 
 
 def _risks(risk: object) -> np.ndarray:
-    arr = np.atleast_1d(real_array("risk", risk))
+    arr = np.atleast_1d(V.real_array("risk", risk, finite=False))
     if not np.all(arr >= 0):
         raise ValueError("risk must be >= 0 everywhere")
     return arr
@@ -40,7 +40,7 @@ def _risks(risk: object) -> np.ndarray:
 
 def _vector(name: str, value: object, d: int) -> np.ndarray:
     """A finite vector with one entry per coordinate of K."""
-    arr = real_array(name, value)
+    arr = V.real_array(name, value, finite=False)
     if arr.shape != (d,):
         raise ValueError(f"{name} must have shape ({d},) to match K, got {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -53,7 +53,7 @@ def effective_learning_rate(
 ) -> np.ndarray:
     """``lr phi(P)`` at each risk value: the learning rate signSGD effectively runs at."""
     noise = as_noise(noise)
-    lr = positive("lr", lr)
+    lr = V.positive("lr", lr)
     return np.array([lr * phi(P, noise) for P in _risks(risk)])
 
 
@@ -66,7 +66,7 @@ def noise_compression(risk: object, noise: LabelNoise | float | None = None) -> 
 def small_risk_effective_lr(noise: LabelNoise | float | None = None, lr: float = 1.0) -> float:
     """The limit ``lr phi(0) = 2 sqrt(2/pi) lr p_eps(0)``: at small risk signSGD is SGD-like with
     a learning rate set by the noise density at zero only."""
-    lr = positive("lr", lr)
+    lr = V.positive("lr", lr)
     return lr * 2.0 * math.sqrt(2.0 / math.pi) * as_noise(noise).density_at_zero()
 
 
@@ -93,14 +93,14 @@ def gradient_noise_covariance(
     if check_optimizer(optimizer) == "signsgd":
         return sign_noise_covariance(arr)
     dense = np.diag(arr) if diag else arr
-    P = real_number("risk", risk)
+    P = V.number("risk", risk, low=0.0)
     return (2.0 * P + as_noise(noise).second_moment()) * dense
 
 
 def decay_exponent(eigenvalues: object, rates: object) -> float:
     """Least-squares slope of ``log rate`` on ``log eigenvalue``: 1/2 for signSGD, 1 for SGD."""
-    lam = real_array("eigenvalues", eigenvalues)
-    rate = real_array("rates", rates)
+    lam = V.real_array("eigenvalues", eigenvalues, finite=False)
+    rate = V.real_array("rates", rates, finite=False)
     if lam.shape != rate.shape or lam.ndim != 1 or lam.size < 2:
         raise ValueError(
             "eigenvalues and rates must be 1-D of the same length >= 2, got "
@@ -121,13 +121,13 @@ def binned_decay_rates(
     (mean-zero) gradient noise does, so ``rate = -log(m) / t``. Returns ``(bin mean eigenvalue,
     rate)``; bins whose projection is not positive (or whose ``r0`` is zero) are dropped.
     """
-    lam = real_array("eigenvalues", eigenvalues)
-    a, b = real_array("r0", r0), real_array("r_t", r_t)
+    lam = V.real_array("eigenvalues", eigenvalues, finite=False)
+    a, b = V.real_array("r0", r0, finite=False), V.real_array("r_t", r_t, finite=False)
     if not (lam.shape == a.shape == b.shape and lam.ndim == 1):
         raise ValueError(
             f"eigenvalues, r0, r_t must be 1-D of one shape, got {lam.shape}, {a.shape}, {b.shape}"
         )
-    t = positive("t", t)
+    t = V.positive("t", t)
     n_bins = integer("n_bins", n_bins, low=1, high=lam.size)
     order = np.argsort(lam)
     lams, rates = [], []
@@ -162,7 +162,7 @@ def reshaping_floor(K_sigma: object, n_samples: int) -> float:
     root-mean-square Frobenius error is ``sqrt(sum_ij (1 - K_sigma_ij^2) / n)``, divided here by
     ``||K_sigma||_F``. The Monte Carlo floor under which no measured gap can fall.
     """
-    Ks = real_array("K_sigma", K_sigma)
+    Ks = V.real_array("K_sigma", K_sigma, finite=False)
     if Ks.ndim != 2 or Ks.shape[0] != Ks.shape[1] or Ks.size == 0:
         raise ValueError(f"K_sigma must be a non-empty square matrix, got shape {Ks.shape}")
     n_samples = integer("n_samples", n_samples, low=1)

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special, stats
 
+from icml25.core import validate as V
 from icml25.core.validate import number
-from icml25.signsgd_risk.checks import optional_callable, real_number
 
 
 def _positive(name: str, value: float) -> float:
@@ -184,7 +184,7 @@ class CustomNoise(LabelNoise):
                 f"exp_moment must be callable a -> E[exp(-a eps^2)], got {exp_moment!r}"
             )
         self._exp_moment = exp_moment
-        self._sampler = optional_callable("sampler", sampler, "(rng, size) -> samples")
+        self._sampler = V.optional_callable("sampler", sampler, "(rng, size) -> samples")
         self._m2 = _optional_moment("second_moment", second_moment)
         self._p0 = _optional_moment("density_at_zero", density_at_zero)
         self.name = str(name)
@@ -192,7 +192,7 @@ class CustomNoise(LabelNoise):
     def exp_moment(self, a: float) -> float:
         value = self._exp_moment(a)
         try:
-            out = real_number("exp_moment(a)", value)
+            out = V.number("exp_moment(a)", value, low=0.0)
         except ValueError:
             out = math.nan
         if not 0.0 <= out <= 1.0:  # E[exp(-a eps^2)] is a probability-like number
@@ -222,7 +222,7 @@ def _optional_moment(name: str, value: Any) -> float:
     """NaN (not given) or a number >= 0, possibly infinite."""
     if isinstance(value, float) and math.isnan(value):
         return value
-    return real_number(name, value, allow_inf=True)
+    return V.number(name, value, allow_inf=True, low=0.0)
 
 
 def as_noise(noise: LabelNoise | float | None) -> LabelNoise:

@@ -30,8 +30,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import integrate, linalg, optimize
 
+from icml25.core import validate as V
 from icml25.core.validate import number
-from icml25.signsgd_risk.checks import positive, real_array, real_number
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 
 Optimizer = Literal["signsgd", "sgd"]
@@ -46,7 +46,7 @@ def check_covariance(K: object, name: str = "K") -> tuple[np.ndarray, bool]:
     symmetric, positive semi-definite and have a positive diagonal. A 2-D diagonal matrix is
     returned as its diagonal so that it takes the fast path.
     """
-    arr = real_array(name, K)
+    arr = V.real_array(name, K, finite=False)
     if arr.ndim == 1:
         if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
             raise ValueError(
@@ -82,7 +82,7 @@ def check_covariance(K: object, name: str = "K") -> tuple[np.ndarray, bool]:
 def check_vectors(d: int, theta0: object, theta_star: object) -> tuple[np.ndarray, np.ndarray]:
     out = []
     for name, v in (("theta0", theta0), ("theta_star", theta_star)):
-        a = real_array(name, v)
+        a = V.real_array(name, v, finite=False)
         if a.shape != (d,):
             raise ValueError(f"{name} must have shape ({d},) to match K, got {a.shape}")
         if not np.all(np.isfinite(a)):
@@ -100,7 +100,7 @@ def lr_function(lr: LearningRate) -> Callable[[float], float]:
         def checked(t: float) -> float:
             out = schedule(t)
             try:
-                return real_number("lr(t)", out)
+                return V.number("lr(t)", out, low=0.0)
             except ValueError:
                 raise ValueError(
                     f"lr(t) must return a finite number >= 0, got {out!r} at t = {t:g}"
@@ -109,7 +109,7 @@ def lr_function(lr: LearningRate) -> Callable[[float], float]:
         return checked
     if isinstance(lr, (str, bytes)) or not isinstance(lr, numbers.Real | np.ndarray):
         raise TypeError(f"lr must be a positive number or a callable t -> lr(t), got {lr!r}")
-    value = positive("lr", lr)
+    value = V.positive("lr", lr)
     return lambda _t: value
 
 
@@ -123,12 +123,12 @@ def check_times(t_max: object, times: object, default: int) -> tuple[float, np.n
                 "give t_max (the horizon in units of d steps: t = steps / d) or times; "
                 "no horizon is assumed"
             )
-        requested = real_array("times", times)
+        requested = V.real_array("times", times, finite=False)
         t_max = float(requested.max()) if requested.size else None
-    t_end = positive("t_max", t_max)
+    t_end = V.positive("t_max", t_max)
     if times is None:
         return t_end, np.linspace(0.0, t_end, default)
-    t_req = real_array("times", times)
+    t_req = V.real_array("times", times, finite=False)
     if t_req.ndim != 1 or t_req.size == 0 or not np.all(np.isfinite(t_req)):
         raise ValueError(f"times must be a non-empty finite 1-D array, got shape {t_req.shape}")
     if np.any(np.diff(t_req) < 0):
@@ -152,7 +152,7 @@ def phi(risk: float, noise: LabelNoise | float | None = None) -> float:
     At ``P = 0`` the limit ``2 sqrt(2/pi) p_eps(0)`` is returned (infinite without noise).
     """
     noise = as_noise(noise)
-    P = real_number("risk", risk, allow_inf=True)
+    P = V.number("risk", risk, allow_inf=True, low=0.0)
     if P == 0.0:
         return 2.0 * math.sqrt(2.0 / math.pi) * noise.density_at_zero()
     return (2.0 / math.pi) * noise.exp_moment(1.0 / (4.0 * P)) / math.sqrt(2.0 * P)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml25.core import validate as V
 from icml25.core.validate import integer
-from icml25.signsgd_risk.checks import real_array, seed_tuple
 from icml25.signsgd_risk.noise import LabelNoise, as_noise
 from icml25.signsgd_risk.ode import (
     LearningRate,
@@ -78,7 +78,7 @@ def check_run(
     seeds: Sequence[int], t_max: float | None, times: object, chunk: int
 ) -> tuple[tuple[int, ...], np.ndarray]:
     """The seeds and the requested times of a simulation, after checking them and ``chunk``."""
-    seed_list = seed_tuple("seeds", seeds)
+    seed_list = V.seeds("seeds", seeds)
     _, t_req = check_times(t_max, times, 101)
     integer("chunk", chunk, low=1)
     return seed_list, t_req
@@ -169,7 +169,7 @@ def sign_gradient_moments(
     """
     Karr, diag = check_covariance(K)
     d = Karr.shape[0]
-    rv = real_array("r", r)
+    rv = V.real_array("r", r, finite=False)
     if rv.shape != (d,):
         raise ValueError(f"r must have shape ({d},) to match K, got {rv.shape}")
     if not np.all(np.isfinite(rv)):
