@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from icml25.backslash import BackSlash, default_rate_params, load_compressed, save_compressed
-from icml25.backslash import reproduce as R
+from icml25.backslash import experiments_lm as L
+from icml25.backslash.claims import CLAIMS, LM_CLAIMS
+from icml25.backslash.experiments import BUDGETS
 from icml25.core.runner import RunContext
 
 transformers = pytest.importorskip("transformers")
@@ -94,13 +96,13 @@ def test_lm_block_on_the_tiny_llama(tmp_path, monkeypatch):
         return real_lm_bits(model, delta)
 
     monkeypatch.setattr(lm, "lm_bits", counted)
-    out = R.lm_block(ctx, R.BUDGETS["tiny"].lm)
+    out = L.lm_block(ctx, BUDGETS["tiny"].lm)
     # issue 57: no step is coded twice, and delta = 0.01 (the normal fine-tune's own bits,
     # already known) not at all
-    assert coded and len(coded) == len(set(coded)) and R.LM_DELTA not in coded
-    want = {c.id for c in R.LM_CLAIMS}
-    want |= {null_key(c.id) for c in R.LM_CLAIMS if c.null is not None and c.null.arm}
-    want |= {gate_key(c.id) for c in R.LM_CLAIMS if c.gate is not None}
+    assert coded and len(coded) == len(set(coded)) and L.LM_DELTA not in coded
+    want = {c.id for c in LM_CLAIMS}
+    want |= {null_key(c.id) for c in LM_CLAIMS if c.null is not None and c.null.arm}
+    want |= {gate_key(c.id) for c in LM_CLAIMS if c.gate is not None}
     assert set(out) == want
     for key, m in out.items():  # one seed: every interval comes from a bootstrap or is exact
         m = Measurement.of(m)
@@ -131,11 +133,11 @@ def test_lm_block_says_plainly_when_the_llm_extra_is_absent(tmp_path, monkeypatc
     def absent(tiny):
         raise ImportError("language models need the [llm] extra: pip install 'icml25[llm]'")
 
-    monkeypatch.setattr(R, "_load_lm", absent)
+    monkeypatch.setattr(L, "_load_lm", absent)
     ctx = _ctx(tmp_path)
-    assert R.lm_block(ctx, R.BUDGETS["tiny"].lm) == {}
+    assert L.lm_block(ctx, BUDGETS["tiny"].lm) == {}
     assert any("did not run" in n and "[llm]" in n for n in ctx.notes)
-    claim = next(c for c in R.CLAIMS if c.id == "lm_size")
+    claim = next(c for c in CLAIMS if c.id == "lm_size")
     assert claim.judge(None).verdict == "out of scale"
 
 
