@@ -44,7 +44,7 @@ def debian_data_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
         pixels = np.round(images * 255).astype(np.uint8).reshape(-1, 28, 28)
         write_idx(fashion / f"{prefix}-images-idx3-ubyte.gz", pixels)
         write_idx(fashion / f"{prefix}-labels-idx1-ubyte.gz", labels.astype(np.uint8))
-    from icml25.backslash.reproduce import CATEGORIES
+    from icml25.backslash.experiments import CATEGORIES
 
     texts, labels = load_stdlib_docstrings()
     for i, cat in enumerate(CATEGORIES):
@@ -59,3 +59,23 @@ def debian_data(debian_data_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("ICML25_DATA", "auto")
     monkeypatch.setenv("ICML25_FASHION_MNIST_DIR", str(debian_data_dirs["fashion"]))
     monkeypatch.setenv("ICML25_FORTUNES_DIR", str(debian_data_dirs["fortunes"]))
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory):
+    """``tiny_run(slug)``: the method's tiny reproduction on seed 0, run once per test session
+    and shared by the tests that only read it: ``(entry, out_dir)``. Tests must not change
+    the entry or the folder."""
+    from icml25.core.runner import run_method
+    from icml25.methods import load_all
+
+    done: dict[str, tuple[dict, Path]] = {}
+
+    def get(slug: str) -> tuple[dict, Path]:
+        if slug not in done:
+            out = tmp_path_factory.mktemp(f"tiny-{slug}")
+            entry = run_method(load_all()[slug], budget="tiny", seeds=[0], out_dir=out)
+            done[slug] = (entry, out)
+        return done[slug]
+
+    return get

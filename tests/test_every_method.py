@@ -13,11 +13,11 @@ METHODS = load_all()
 
 
 @pytest.mark.parametrize("slug", sorted(METHODS))
-def test_tiny_reproduction_writes_valid_results(slug, tmp_path):
+def test_tiny_reproduction_writes_valid_results(slug, tmp_path, tiny_run):
     m = METHODS[slug]
     claims = m.claims()
     assert claims, f"{slug} declares no claims"
-    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    entry, run_dir = tiny_run(slug)
     assert entry["error"] is None, entry["error"]
     results = res.build_results([entry], f"icml25 reproduce {slug} --budget tiny")
     res.write_results(results, tmp_path)
@@ -31,15 +31,14 @@ def test_tiny_reproduction_writes_valid_results(slug, tmp_path):
         elif c["verdict"] == "out of scale":
             assert c["gate"]["passed"] is False, c  # measured and out of scale: a failed gate
     for fig in e["figures"]:
-        assert (tmp_path / fig).stat().st_size > 0
+        assert (run_dir / fig).stat().st_size > 0
     json.dumps(loaded)  # strictly JSON
 
 
 @pytest.mark.parametrize("slug", sorted(METHODS))
-def test_same_seed_same_numbers(slug, tmp_path):
-    m = METHODS[slug]
-    a = run_method(m, budget="tiny", seeds=[1], out_dir=tmp_path / "a")
-    b = run_method(m, budget="tiny", seeds=[1], out_dir=tmp_path / "b")
+def test_same_seed_same_numbers(slug, tmp_path, tiny_run):
+    a, _ = tiny_run(slug)
+    b = run_method(METHODS[slug], budget="tiny", seeds=[0], out_dir=tmp_path / "b")
     strip = lambda e: [  # noqa: E731 - timings differ between runs by nature
         (c["id"], c["measured"]) for c in e["claims"] if "speed" not in c["id"]
     ]
@@ -107,7 +106,7 @@ NOT_YET_AUDITED: set[str] = set()
 
 
 @pytest.mark.parametrize("slug", sorted(set(METHODS) - NOT_YET_AUDITED))
-def test_every_claim_has_a_null_arm_measured_in_tiny(slug, tmp_path):
+def test_every_claim_has_a_null_arm_measured_in_tiny(slug, tiny_run):
     """Every measured claim names a null arm (or an exemption with its reason); every declared
     null arm and gate is measured in the tiny budget, so the other budgets measure them too."""
     m = METHODS[slug]
@@ -115,7 +114,7 @@ def test_every_claim_has_a_null_arm_measured_in_tiny(slug, tmp_path):
     for c in claims:
         if c.kind == "claim" and c.rule is not None:
             assert c.null is not None, f"{slug}.{c.id} declares no null arm"
-    entry = run_method(m, budget="tiny", seeds=[0], out_dir=tmp_path)
+    entry, _ = tiny_run(slug)
     assert entry["error"] is None, entry["error"]
     for c in entry["claims"]:
         if c["measured"] is None:
