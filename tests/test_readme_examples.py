@@ -54,3 +54,23 @@ def test_the_list_of_methods_without_an_example_only_shrinks():
     assert not stale, (
         f"these READMEs have an example now: remove them from WITHOUT_EXAMPLE: {stale}"
     )
+
+
+def test_the_root_readme_example_runs_as_written(tmp_path, monkeypatch):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    at = text.find("## Use one method")
+    m = re.search(r"^```python\n(.*?)^```", text[at:], flags=re.S | re.M)
+    assert at >= 0 and m is not None, "README.md has no '## Use one method' python block"
+    monkeypatch.chdir(tmp_path)
+    exec(compile(m.group(1), "README.md", "exec"), {"__name__": "__readme__"})
+
+
+def test_the_root_readme_states_the_published_tally():
+    import json
+
+    from icml25.core.results import tally_text
+
+    published = json.loads((ROOT / "docs" / "reproduction" / "results.json").read_text())
+    assert tally_text(published).replace(",", "") in " ".join(
+        (ROOT / "README.md").read_text().replace("**", "").replace(",", "").split()
+    )

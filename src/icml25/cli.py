@@ -118,6 +118,18 @@ def _parser() -> argparse.ArgumentParser:
     one.add_argument("seed", type=int, metavar="SEED")
     one.add_argument("--budget", choices=BUDGETS, default="full")
     one.add_argument("--out", type=Path, required=True, help="the run folder to fill")
+    rd = sub.add_parser(
+        "readme",
+        help="rewrite each method README's claims table from its CLAIMS and the published "
+        "full results",
+    )
+    rd.add_argument(
+        "--results",
+        type=Path,
+        default=Path("docs/reproduction/results.json"),
+        help="the published results (default docs/reproduction/results.json)",
+    )
+    rd.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
     from icml25.orcaloca.cli import add_arguments as add_localize_arguments
 
@@ -267,6 +279,26 @@ def cmd_seed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_readme(args: argparse.Namespace) -> int:
+    from icml25.core.readme import update_readmes
+
+    published = None
+    if args.results.is_file():
+        try:
+            published = res.load_results(args.results)
+        except ValueError as exc:
+            print(f"icml25: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        changed = update_readmes(load_all(), published, check=args.check)
+    except ValueError as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for path in changed:
+        print(f"{'stale' if args.check else 'rewritten'}: {path}")
+    return 1 if args.check and changed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -278,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_collect(args, argv)
     if args.command == "seed":
         return cmd_seed(args)
+    if args.command == "readme":
+        return cmd_readme(args)
     if args.command == "localize":
         from icml25.orcaloca.cli import run_from_args
 
