@@ -16,8 +16,8 @@ import numpy as np
 
 from icml25.core.claims import Measurement
 from icml25.orcaloca import OrcaLoca, ReadingPolicy, RetrievalPolicy, make_benchmark
+from icml25.orcaloca.experiments import gold_shown
 from icml25.orcaloca.metrics import match
-from icml25.orcaloca.reproduce import gold_shown
 
 
 class NewestFirst(OrcaLoca):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.constrained_clustering.datasets import cannot_links, four_block_sbm
-from icml25.constrained_clustering.reproduce import (
+from icml25.constrained_clustering.experiments import (
     _ari,
     _cross_group_h,
     _permuted,

@@ -29,7 +29,8 @@ from icml25.mirror_flow import (
     power_x,
     predicted_invariant,
 )
-from icml25.mirror_flow.reproduce import attention_gd, lora_gd, sparse_gd
+from icml25.mirror_flow.experiments_gd import attention_gd, sparse_gd
+from icml25.mirror_flow.experiments_lora import lora_gd
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -397,7 +398,7 @@ def test_balancedness_switch_step_is_the_first_step_under_the_target(lr, alpha, 
 def test_linear_gd_closed_form_equals_the_gd_loop():
     """The null arms' exact GD (eigendirections in closed form) equals running the loop, for a
     rank-deficient G (d > n), a switch inside the run and one after it."""
-    from icml25.mirror_flow.reproduce import linear_gd
+    from icml25.mirror_flow.experiments_gd import linear_gd
 
     rng = np.random.default_rng(9)
     A = rng.standard_normal((4, 7))
@@ -414,7 +415,7 @@ def test_linear_gd_closed_form_equals_the_gd_loop():
 def test_full_gd_matches_torch_sgd():
     """The LoRA null arm's hand-written backward (a full update of the first layer) equals
     torch SGD(weight_decay=alpha) on the same loss and schedule."""
-    from icml25.mirror_flow.reproduce import full_gd
+    from icml25.mirror_flow.experiments_lora import full_gd
 
     rng = np.random.default_rng(10)
     n, d, h = 9, 5, 6
@@ -440,7 +441,7 @@ def test_full_gd_matches_torch_sgd():
 def test_lora_task_has_the_same_difficulty_on_every_seed():
     """The task's rank-1 change is scaled so that the pretrained net's train MSE is the target
     (issue 54's seed-robust lora_converged): before, seed 2's change gave 0.0028, ten times less."""
-    from icml25.mirror_flow.reproduce import LORA, lora_task
+    from icml25.mirror_flow.experiments_lora import LORA, lora_task
 
     for seed in (0, 1, 2):
         t = lora_task(seed)
@@ -451,7 +452,7 @@ def test_lora_task_has_the_same_difficulty_on_every_seed():
 
 
 def test_strictly_falling_ignores_float_ties():
-    from icml25.mirror_flow.reproduce import _strictly_falling
+    from icml25.mirror_flow.experiments import _strictly_falling
 
     assert _strictly_falling([3.0, 2.0, 1.0]) == 1.0
     assert _strictly_falling([1.0, 1.0 - 1e-14, 1.0 - 2e-14]) == 0.0  # x = w: the same limit
@@ -462,7 +463,7 @@ def test_strictly_falling_ignores_float_ties():
 
 
 def test_shared_schedule_groups_runs_with_the_same_history():
-    from icml25.mirror_flow.reproduce import shared_schedule
+    from icml25.mirror_flow.experiments_lora import shared_schedule
 
     segments, rows = shared_schedule([0, 13, 5, 13, 40, 5], 20)
     assert [(k0, k1) for k0, k1, *_ in segments] == [(0, 5), (5, 13), (13, 20)]
@@ -482,7 +483,7 @@ def test_shared_schedule_groups_runs_with_the_same_history():
 def test_lora_runs_in_a_batch_equal_the_runs_alone_bit_for_bit():
     """lora_gd and full_gd compute still-identical runs once and each run's products apart, so
     a run's numbers do not depend on the batch it is in (issue 57)."""
-    from icml25.mirror_flow.reproduce import full_gd
+    from icml25.mirror_flow.experiments_lora import full_gd
 
     rng = np.random.default_rng(11)
     n, d, h, r = 30, 5, 8, 2

@@ -93,7 +93,7 @@ def test_agent_runs_with_reading_policy():
 
 
 def test_gold_shown_positions():
-    from icml25.orcaloca.reproduce import OracleReading, gold_shown
+    from icml25.orcaloca.experiments import OracleReading, gold_shown
 
     g = CodeGraph.from_sources(
         {"m.py": "class C:\n    def f(self):\n        return 1\n\n\ndef h():\n    return 2\n"}
