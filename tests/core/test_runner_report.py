@@ -493,7 +493,7 @@ def _published_pair(tmp_path):
     old = _schema1([0.9, 0.91, 0.92])
     new = _schema1([0.1, 0.1, 0.2], verdict="not reproduced")
     new["created"] = "2026-02-01T00:00:00+00:00"
-    new["command"] = f"icml25 reproduce fake --out {tmp_path}/work/runs/pub9"
+    new["command"] = f"icml25 reproduce fake --out {tmp_path}/scratch/runs/pub9"
     new["methods"][0]["notes"] = [f"read {tmp_path}/data/x.csv and /usr/share/datasets/y"]
     for d, res in ((tmp_path / "old", old), (tmp_path / "new", new)):
         (d / "fake").mkdir(parents=True)
