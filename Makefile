@@ -101,8 +101,8 @@ full: $(STAMP) data llm
 	$(BIN)/icml25 reproduce --budget full --jobs $(JOBS) $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
 test: lint browser

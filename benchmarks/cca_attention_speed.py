@@ -8,10 +8,10 @@ self-attention pass:
 - ``cca``: :func:`icml25.cca_attention.cca_attention` with group size 16 and window 256
   (with ``--fast``: ``low_memory=False``, all heads and all core tokens at once).
 Each (method, L, pass) runs in a fresh subprocess on ``--threads`` threads
-(:func:`icml25.cca_attention.reproduce.forward_cost`, the reproduction's measurement): the
-time is the best of ``--repeats - 1`` runs after a warm-up, as wall time and as the process's
-CPU time (robust to other processes' load when one thread is used); the peak memory is the
-growth of the process's resident high-water mark over the inputs. Printed: milliseconds,
+(:func:`icml25.cca_attention.experiments_cost.forward_cost`, the reproduction's measurement):
+the time is the best of ``--repeats - 1`` runs after a warm-up, as wall time and as the
+process's CPU time (robust to other processes' load when one thread is used); the peak memory
+is the growth of the process's resident high-water mark over the inputs. Printed: milliseconds,
 MiB, and the SDPA/CCA ratios, from the same run. Run:
 ``python benchmarks/cca_attention_speed.py [--lengths 1024,...] [--backward] [--fast]
 [--threads 1]``.
@@ -22,7 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from icml25.cca_attention.reproduce import SPEED_DIM, SPEED_G, SPEED_HEADS, SPEED_S, forward_cost
+from icml25.cca_attention.experiments_cost import (
+    SPEED_DIM,
+    SPEED_G,
+    SPEED_HEADS,
+    SPEED_S,
+    forward_cost,
+)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import time
 import numpy as np
 import torch
 
-from icml25.equilibrium_planner.reproduce import CONFIGS, run_seed
+from icml25.equilibrium_planner.experiments import BUDGETS, run_seed
 
 PILOT_SEED = 100
 
@@ -39,7 +39,7 @@ PILOT_SEED = 100
 def main() -> None:
     torch.set_num_threads(1)
     for name, rank in (("full", None), ("lora", 8)):
-        cfg = dataclasses.replace(CONFIGS["quick"], lora_rank=rank)
+        cfg = dataclasses.replace(BUDGETS["quick"], lora_rank=rank)
         t0 = time.process_time()
 
         def progress(msg: str, t0: float = t0, name: str = name) -> None:

@@ -1,7 +1,7 @@
 """CCA-Attention in a real pretrained LM: SmolLM2-135M with CCA swapped in, fine-tuned briefly,
 against full attention given the same fine-tune; then generation with the compressed cache.
 
-The reproduction's part (c) (:func:`icml25.cca_attention.reproduce.finetune_comparison`)
+The reproduction's part (c) (:func:`icml25.cca_attention.experiments_lm.finetune_comparison`)
 with the length of the fine-tune as an argument. The data and the settings are the
 reproduction's own: Python standard-library source, CCA with g = 16, s = 128, AdamW at
 lr 1e-4 on 512-token windows, and perplexity over positions >= s. Run ``make llm`` once (the
@@ -23,8 +23,7 @@ from typing import Any
 
 import torch
 
-from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca
-from icml25.cca_attention.reproduce import (
+from icml25.cca_attention.experiments_lm import (
     EVAL_MODULES,
     FINETUNE_MODULES,
     LM_G,
@@ -32,6 +31,7 @@ from icml25.cca_attention.reproduce import (
     finetune_comparison,
     module_tokens,
 )
+from icml25.cca_attention.hf import CCACache, cache_kwarg, kv_cache_bytes, use_cca
 from icml25.core.llm import load_causal_lm
 
 

@@ -306,7 +306,7 @@ def test_tiny_lm_attention_switch():
 
 def test_perplexity_matches_hugging_face_loss_and_skips_early_positions():
     pytest.importorskip("transformers")
-    from icml25.cca_attention.reproduce import perplexity
+    from icml25.cca_attention.experiments_lm import perplexity
     from icml25.core.llm import tiny_llama
 
     model, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
@@ -329,7 +329,7 @@ def test_perplexity_matches_hugging_face_loss_and_skips_early_positions():
 
 
 def test_forward_cost_refuses_an_unknown_method():
-    from icml25.cca_attention.reproduce import forward_cost_here
+    from icml25.cca_attention.experiments_cost import forward_cost_here
 
     with pytest.raises(ValueError, match="method must be"):
         forward_cost_here("flash", 64)
@@ -337,7 +337,7 @@ def test_forward_cost_refuses_an_unknown_method():
 
 def test_finetune_resumes_from_its_checkpoint_to_the_same_weights(tmp_path):
     pytest.importorskip("transformers")
-    from icml25.cca_attention.reproduce import finetune_lm
+    from icml25.cca_attention.experiments_lm import finetune_lm
     from icml25.core.llm import tiny_llama
 
     text = torch.randint(6, 100, (400,), generator=torch.Generator().manual_seed(0))
@@ -382,7 +382,7 @@ def test_real_smollm2_decodes_through_the_compressed_cache():  # opt-in: make ll
 
 @pytest.mark.parametrize("method", ["sdpa", "cca"])
 def test_forward_cost_times_forward_and_backward(method):
-    from icml25.cca_attention.reproduce import forward_cost_here
+    from icml25.cca_attention.experiments_cost import forward_cost_here
 
     for backward in (False, True):
         cost = forward_cost_here(method, 512, repeats=2, backward=backward, threads=1)
@@ -391,7 +391,7 @@ def test_forward_cost_times_forward_and_backward(method):
 
 
 def test_forward_costs_runs_each_method_and_length_in_a_forked_process_in_order():
-    from icml25.cca_attention.experiments import forward_costs
+    from icml25.cca_attention.experiments_cost import forward_costs
 
     runs = [("sdpa", 2048), ("cca", 256), ("cca-dense", 256), ("sdpa", 64)]
     costs = forward_costs(runs, repeats=2, threads=1)
@@ -408,7 +408,7 @@ def test_forward_costs_runs_each_method_and_length_in_a_forked_process_in_order(
 def test_the_quick_cut_of_the_pooling_models_leaves_every_other_needle_arm_unchanged():
     from dataclasses import replace
 
-    from icml25.cca_attention.reproduce import BUDGETS, needle_arms
+    from icml25.cca_attention.experiments import BUDGETS, needle_arms
 
     assert BUDGETS["quick"].pooling is False and BUDGETS["full"].pooling is True
     b = replace(BUDGETS["tiny"], steps=2, finetune_steps=1, test_items=40)

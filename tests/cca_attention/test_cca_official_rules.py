@@ -100,7 +100,7 @@ def test_the_triton_window_matches_the_mask_only_when_g_divides_s(g, s):
 
 # ----------------------------------------------------------------------------- the arms
 def test_the_recipe_warms_up_linearly_then_stays_constant():
-    from icml25.cca_attention.experiments import Recipe
+    from icml25.cca_attention.experiments_lm import Recipe
 
     r = Recipe(lr=1e-3, warmup=4)
     assert [r.rate(i) for i in range(6)] == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3, 1e-3])
@@ -110,7 +110,7 @@ def test_the_recipe_warms_up_linearly_then_stays_constant():
 def test_finetune_follows_the_recipe_step_by_step():
     """Warm-up, accumulation over windows and clipping, against a loop written here."""
     pytest.importorskip("transformers")
-    from icml25.cca_attention.experiments import Recipe, finetune_lm
+    from icml25.cca_attention.experiments_lm import Recipe, finetune_lm
     from icml25.core.llm import tiny_llama
 
     text = torch.randint(6, 100, (300,), generator=torch.Generator().manual_seed(0))
@@ -142,7 +142,7 @@ def test_finetune_follows_the_recipe_step_by_step():
 
 def test_the_local_arm_is_ccas_window_without_core_tokens():
     pytest.importorskip("transformers")
-    from icml25.cca_attention.experiments import _local_fn, set_arm
+    from icml25.cca_attention.experiments_lm import _local_fn, set_arm
     from icml25.core.llm import tiny_llama
 
     gen = torch.Generator().manual_seed(1)
@@ -158,7 +158,7 @@ def test_the_local_arm_is_ccas_window_without_core_tokens():
     with torch.no_grad():
         set_arm(model, "full")
         full = model(input_ids=ids).logits
-        from icml25.cca_attention.experiments import use_local
+        from icml25.cca_attention.experiments_lm import use_local
 
         use_local(model, group_size=4, window=64)  # a window over everything: full attention
         torch.testing.assert_close(model(input_ids=ids).logits, full, atol=1e-5, rtol=1e-5)
@@ -180,7 +180,7 @@ def _official_attention_without_cores(q, k, v, g, s, scale):
 
 def test_token_nlls_are_the_perplexitys_terms():
     pytest.importorskip("transformers")
-    from icml25.cca_attention.experiments import perplexity, token_nlls
+    from icml25.cca_attention.experiments_lm import perplexity, token_nlls
     from icml25.core.llm import tiny_llama
 
     model, _ = tiny_llama(layers=1, hidden=16, heads=2, seed=0)
@@ -193,7 +193,8 @@ def test_token_nlls_are_the_perplexitys_terms():
 
 
 def test_the_bootstrap_statistics_of_the_lm_claims():
-    from icml25.cca_attention.reproduce import BLOCK, _blocks, _closure, _exp_mean, _ratio
+    from icml25.cca_attention.experiments import _ratio
+    from icml25.cca_attention.experiments_lm import BLOCK, _blocks, _closure, _exp_mean
 
     nll = np.arange(2 * 2 * BLOCK, dtype=float).reshape(2, 2 * BLOCK)
     assert _blocks(nll).tolist() == pytest.approx([(BLOCK - 1) / 2 + i * BLOCK for i in range(4)])
@@ -207,7 +208,7 @@ def test_the_bootstrap_statistics_of_the_lm_claims():
 
 
 def test_forward_cost_reports_every_timed_run_and_the_dense_null_arm():
-    from icml25.cca_attention.experiments import forward_cost_here
+    from icml25.cca_attention.experiments_cost import forward_cost_here
 
     for method in ("cca", "cca-dense"):
         cost = forward_cost_here(method, 256, repeats=3, threads=1)

@@ -361,7 +361,7 @@ def test_hue_order_warns_and_a_full_grid_does_not() -> None:
 
 
 def test_the_reproduction_draws_its_colour_assignment_per_seed() -> None:
-    from icml25.compositional.reproduce import N_VALUES, _assignment
+    from icml25.compositional.experiments import N_VALUES, _assignment
 
     base = colour_palette(N_VALUES)
     seen_orders = set()

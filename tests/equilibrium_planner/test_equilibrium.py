@@ -327,9 +327,9 @@ def test_transformer_planner_outputs_plan_text():
 def test_memo_changes_no_number_of_the_tiny_run():
     # the evaluation memo (whole propose calls, generator state restored on a hit) is exact:
     # every episode of every arm, the curves and the fixed-point share are identical without it
-    from icml25.equilibrium_planner.reproduce import CONFIGS, run_seed
+    from icml25.equilibrium_planner.experiments import BUDGETS, run_seed
 
-    cfg = CONFIGS["tiny"]
+    cfg = BUDGETS["tiny"]
     with_memo = run_seed(cfg, 0, memo=True)
     without = run_seed(cfg, 0, memo=False)
     assert with_memo["episodes"] == without["episodes"]
@@ -339,7 +339,7 @@ def test_memo_changes_no_number_of_the_tiny_run():
 
 
 def test_memo_hits_and_restores_the_generator():
-    from icml25.equilibrium_planner.reproduce import _Memo
+    from icml25.equilibrium_planner.experiments import _Memo
 
     torch.manual_seed(0)
     memo = _Memo(TransformerPlanner(PlanTransformer(d_model=16, n_layers=1)))

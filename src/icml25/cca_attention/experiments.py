@@ -1,63 +1,118 @@
-"""The arms of CCA-Attention's reproduction: the needle task, the SmolLM2 fine-tune and its
-perplexity, and the cost of one attention pass. :mod:`icml25.cca_attention.reproduce` holds
-the claims and puts these together.
+"""The arms of CCA-Attention's reproduction: the budgets, the needle task and the run's
+notes. :mod:`icml25.cca_attention.claims` holds the claims and
+:mod:`icml25.cca_attention.reproduce` puts the parts together. Two parts have files of their
+own (this one would pass ~600 lines with them): :mod:`icml25.cca_attention.experiments_lm`
+(part (c), the pretrained LM, and the decoding memory) and
+:mod:`icml25.cca_attention.experiments_cost` (part (d), the cost of one attention pass,
+measured in processes of its own).
 
+- **Budgets**: :class:`Budget`, :data:`BUDGETS` (part (c)'s fine-tune by
+  :class:`~icml25.cca_attention.experiments_lm.Recipe`).
 - **Needle task** (parts (a) and (b)): :func:`needle_batch`, :func:`train`,
-  :func:`correct` (which held-out items a model answers right).
-- **A pretrained LM** (part (c)): :func:`module_tokens` (standard-library source as text),
-  :func:`token_nlls` / :func:`perplexity` (over the positions >= ``skip`` of every chunk),
-  :func:`finetune_lm` (the official recipe's shape: AdamW, linear warm-up then a constant
-  rate, gradient clipping, gradient accumulation, resumable), :func:`use_local` (CCA's own
-  window without its core tokens: the null arm) and :func:`finetune_comparison`.
-- **Cost** (part (d)): :func:`forward_cost` runs :func:`forward_cost_here` in a fresh process;
-  :func:`forward_costs` runs several, each in a child forked from one fresh process.
+  :func:`correct` (which held-out items a model answers right), :func:`needle_arms` (every
+  model of one seed) and :func:`needle_measures` (the claims: bootstraps over the items).
+- **Notes**: :func:`notes`, the run's tables.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from icml25.cca_attention.attention import cca_attention, expand_kv, visible_groups
+from icml25.cca_attention.experiments_lm import LM_S, Recipe
 from icml25.cca_attention.model import TinyLM
-from icml25.core import validate as V
+from icml25.core.claims import Measurement, gate_key, null_key
+from icml25.core.runner import RunContext
 
 VOCAB, FILLER, VALUES, MARK, QUERY = 32, 20, 8, 30, 31
-SPEED_G, SPEED_S, SPEED_HEADS, SPEED_DIM = 16, 256, 8, 64  # (d): one forward pass
-LM_G, LM_S = 16, 128
-EVAL_MODULES = ("argparse", "tarfile", "difflib")
-FINETUNE_MODULES = (
-    "configparser",
-    "calendar",
-    "fractions",
-    "statistics",
-    "shlex",
-    "ipaddress",
-    "pickletools",
-    "smtplib",
-    "imaplib",
-    "mailbox",
-    "pydoc",
-    "inspect",
-    "typing",
-    "dataclasses",
-    "enum",
-)
-SPEED_METHODS = ("sdpa", "cca", "cca-fast", "cca-dense")
-"""``cca-dense``: CCA's kernel with a window over the whole sequence (no core token is ever
-visible: causal attention through the same blocks), the speed claims' null arm."""
+KINDS = ("full", "local", "sink", "cca", "cca_mean")
+G, S = 8, 32
+REPLICATE = 7919  # seed offset of the second mean-pooling model (the pooling claim's null arm)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    length: int  # (a), (b): tokens of a needle sequence
+    steps: int  # (a): training steps of each needle model
+    finetune_steps: int  # (b): fine-tuning steps after the swap
+    seeds: int  # at most this many seeds
+    speed_lengths: tuple[int, ...]  # (d): sequence lengths of the one-pass cost
+    lm_lengths: tuple[int, ...]  # (c): evaluation contexts
+    lm_docs: int  # (c): evaluation files
+    lm_steps: int  # (c): fine-tuning updates
+    lm_window: int  # (c): fine-tuning sequence length
+    kv_lengths: tuple[int, ...]  # (d): prefill lengths for the decoding memory
+    test_items: int = 1000  # (a), (b): held-out needle sequences
+    recipe: Recipe = field(default_factory=Recipe)  # (c): the fine-tune's schedule
+    speed_repeats: int = 4  # (d): a warm-up and three timed runs per (method, length)
+    pooling: bool = True  # (a): train the two mean-pooling models (attention_pooling_beats_mean)
+
+
+# (c) in the full budget: updates of one 2,048-token window per arm, sized so that the whole
+# full run stays near an hour on 2 idle cores (one update ~17 s with full attention, ~29 s
+# with CCA, ~19 s with the local arm, from steps timed under load before the run), of which
+# 10% linear warm-up (the official 20 of 1,000 would round to none)
+FULL_LM_STEPS = 30
+FULL_LM_WARMUP = 3
+BUDGETS = {
+    "tiny": Budget(
+        length=64,
+        steps=3,
+        finetune_steps=2,
+        seeds=1,
+        speed_lengths=(256, 512),
+        lm_lengths=(160, 320),
+        lm_docs=1,
+        lm_steps=2,
+        lm_window=160,
+        kv_lengths=(160, 320),
+        recipe=Recipe(warmup=1),
+    ),
+    # quick, cut from a CPU-time profile (issue 34): (a) trains 5 models (100 steps of 128
+    # tokens, not 400 of 256), (c) evaluates 2 files at 512 tokens and fine-tunes 2 steps of
+    # 256 tokens (each SmolLM2 step costs ~7 s of CPU), the rest as before; issue 57: no
+    # mean-pooling models (at 100 steps no CCA model uses its core tokens, so the pooling
+    # claim cannot be resolved at quick: see the README)
+    "quick": Budget(
+        length=128,
+        steps=100,
+        finetune_steps=50,
+        seeds=1,
+        speed_lengths=(1024, 4096, 8192),
+        lm_lengths=(512,),
+        lm_docs=2,
+        lm_steps=2,
+        lm_window=256,
+        kv_lengths=(256, 1024),
+        test_items=500,
+        pooling=False,
+    ),
+    # full: the fine-tune trains at the evaluation length (2,048 tokens) with warm-up and
+    # clipping (the official recipe's shape, issue 54)
+    "full": Budget(
+        length=256,
+        steps=1000,
+        finetune_steps=300,
+        seeds=1,
+        speed_lengths=(1024, 4096, 16384),
+        lm_lengths=(512, 1024, 2048),
+        lm_docs=3,
+        lm_steps=FULL_LM_STEPS,
+        lm_window=2048,
+        kv_lengths=(1024, 2048, 4096),
+        recipe=Recipe(warmup=FULL_LM_WARMUP),
+    ),
+}
+
+
+def _ratio(rows: np.ndarray) -> float:
+    """mean(first column) / mean(second column): a recovery from paired items."""
+    return float(rows[:, 0].mean() / max(rows[:, 1].mean(), 1e-9))
 
 
 # ----------------------------------------------------------------------------- (a), (b)
@@ -106,415 +161,106 @@ def correct(model: TinyLM, length: int, seed: int, items: int = 1000) -> np.ndar
     return (model(ids)[:, -1].argmax(-1) == vals).numpy().astype(float)
 
 
-# ----------------------------------------------------------------------------- (d)
-def _rss_kib(field: str) -> int:
-    """``VmRSS`` or ``VmHWM`` from ``/proc/self/status``; elsewhere the ``getrusage`` peak."""
-    try:
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
-    except OSError:
-        import resource
-
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-
-
-def _reset_peak() -> None:
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the high-water mark to the current resident set
-    except OSError:  # not Linux: growth over the process's earlier peak (may read 0)
-        pass
-
-
-def forward_cost_here(
-    method: str, length: int, repeats: int = 3, *, backward: bool = False, threads: int = 1
-) -> dict[str, Any]:
-    """Cost of one (1, 8, L, 64) float32 causal attention pass, forward or, with
-    ``backward``, forward and backward, on ``threads`` threads.
-
-    After a warm-up, each of ``repeats - 1`` runs is timed (wall and this process's CPU time;
-    with one thread the CPU time is what the wall time would be on an idle machine, and other
-    processes' load hardly moves it) and its peak growth of resident memory is read: Linux's
-    high-water mark (``VmHWM``), reset to the current resident set before the run
-    (``/proc/self/clear_refs``), minus that resident set. Returns the lists ``cpu_runs``,
-    ``wall_runs`` and ``mib_runs`` (one entry per timed run), and ``seconds``,
-    ``cpu_seconds`` (the best run) and ``mib`` (the largest peak). Run it in a fresh process
-    (:func:`forward_cost`) whose allocator hands every block of 64 KiB or more back to the
-    system when it is freed (``MALLOC_MMAP_THRESHOLD_``), so that freed memory is not there
-    to be reused unseen.
-
-    Methods: ``sdpa`` (PyTorch's fused causal SDPA), ``cca`` (g = 16, s = 256, the default
-    low-memory kernel), ``cca-fast`` (``low_memory=False``) and ``cca-dense`` (CCA's kernel
-    with a window covering the sequence: no compression, the null arm)."""
-    V.choice("method", method, SPEED_METHODS)
-    V.integer("repeats", repeats, low=2)
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(1, SPEED_HEADS, length, SPEED_DIM) for _ in range(3))
-    grad = torch.randn_like(q) if backward else None
-    for x in (q, k, v):
-        x.requires_grad_(backward)
-    walls, cpus, mibs = [], [], []
-    for i in range(repeats):
-        for x in (q, k, v):
-            x.grad = None
-        if i >= 1:  # after the warm-up
-            _reset_peak()
-            base = _rss_kib("VmRSS")
-        t0, c0 = time.perf_counter(), time.process_time()
-        with torch.set_grad_enabled(backward):
-            if method == "sdpa":
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            else:
-                window = length if method == "cca-dense" else SPEED_S
-                low_memory = method != "cca-fast"
-                out = cca_attention(
-                    q, k, v, group_size=SPEED_G, window=window, low_memory=low_memory
-                )
-            if grad is not None:
-                out.backward(grad)
-        del out
-        if i >= 1:
-            walls.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)
-            mibs.append((_rss_kib("VmHWM") - base) / 1024)
-    return {
-        "seconds": min(walls),
-        "cpu_seconds": min(cpus),
-        "mib": max(mibs),
-        "wall_runs": walls,
-        "cpu_runs": cpus,
-        "mib_runs": mibs,
+def needle_arms(b: Budget, seed: int, progress: Any) -> dict[str, np.ndarray]:
+    """Parts (a) and (b) for one seed: which held-out sequences each model gets right."""
+    ok: dict[str, np.ndarray] = {}
+    models: dict[str, TinyLM] = {}
+    arms = [(k, seed, k) for k in KINDS]
+    if b.pooling:
+        arms.append(("cca_mean", seed + REPLICATE, "cca_mean_2"))
+    else:  # issue 57: quick trains no mean-pooling model
+        arms.remove(("cca_mean", seed, "cca_mean"))
+    for kind, train_seed, name in arms:
+        progress(f"seed {seed}: training the {name} model ({b.steps} steps)")
+        torch.manual_seed(train_seed)
+        model = TinyLM(VOCAB).set_attention(kind, G, S)
+        train(model, b.steps, b.length, train_seed)
+        ok[name], models[name] = correct(model, b.length, seed, b.test_items), model
+    swaps = {
+        "swap": models["full"].set_attention("cca", G, S),
+        "local_swap": copy.deepcopy(models["full"]).set_attention("local", G, S),
     }
+    for name, model in swaps.items():
+        ok[name] = correct(model, b.length, seed, b.test_items)
+        progress(f"seed {seed}: plug-and-play fine-tune, {name} ({b.finetune_steps} steps)")
+        train(model, b.finetune_steps, b.length, seed + 1)
+        ok[f"{name}+ft"] = correct(model, b.length, seed, b.test_items)
+    return ok
 
 
-def forward_cost(
-    method: str, length: int, repeats: int = 3, *, backward: bool = False, threads: int = 1
-) -> dict[str, Any]:
-    """:func:`forward_cost_here` in a fresh Python process."""
-    V.choice("method", method, SPEED_METHODS)
-    code = (
-        "import json; from icml25.cca_attention.experiments import forward_cost_here as f; "
-        f"print(json.dumps(f({method!r}, {int(length)}, {int(repeats)}, "
-        f"backward={bool(backward)}, threads={int(threads)})))"
-    )
-    env = os.environ | {"MALLOC_MMAP_THRESHOLD_": "65536"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    if run.returncode:
-        raise RuntimeError(f"forward_cost({method!r}, {length}) failed:\n{run.stderr[-2000:]}")
-    return dict(json.loads(run.stdout.strip().splitlines()[-1]))
+def needle_measures(ok: dict[str, list[np.ndarray]], *, pooling: bool) -> dict[str, Any]:
+    """The needle claims (parts (a) and (b)) from :func:`needle_arms`' items of every seed: a
+    bootstrap over the test sequences (paired across the models of a seed)."""
 
+    def boot(name: str, minus: str | None = None, stat: Any = None) -> Measurement:
+        """A bootstrap over the test sequences: one arm's accuracy, a paired difference
+        (``minus``) or ``stat`` of the paired rows."""
+        if minus is None:
+            return Measurement.bootstrap(ok[name])
+        pairs = list(zip(ok[name], ok[minus], strict=True))
+        if stat is None:
+            return Measurement.bootstrap([a - c for a, c in pairs])
+        return Measurement.bootstrap([np.c_[a, c] for a, c in pairs], stat)
 
-# One fresh process imports torch once, then forks a child per (method, length): each child
-# starts from that clean process (torch imported, no tensor made, no thread pool started) as a
-# fresh interpreter would, without paying the ~1.6 CPU-s of importing torch again.
-_FORK_SERVER = """
-import json, os, sys, traceback
-from icml25.cca_attention.experiments import forward_cost_here as f
-for req in json.loads(sys.argv[1]):
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            out = f(req[0], req[1], req[2], backward=req[3], threads=req[4])
-            sys.stdout.write("forward_cost " + json.dumps(out) + "\\n")
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    if os.waitpid(pid, 0)[1]:
-        sys.exit(f"forward_cost{tuple(req[:2])} failed")
-"""
-
-
-def forward_costs(
-    runs: Sequence[tuple[str, int]],
-    repeats: int = 3,
-    *,
-    backward: bool = False,
-    threads: int = 1,
-) -> list[dict[str, Any]]:
-    """:func:`forward_cost` of each ``(method, length)`` of ``runs``, in that order, each in a
-    process of its own: one fresh Python process (with the same allocator setting) imports
-    torch once and forks a child per run, which measures and exits. A forked child's CPU time,
-    wall time and resident-memory growth are measured as a fresh process's are (the
-    high-water mark is reset in the child after its warm-up; the pages it shares with its
-    parent were resident before); only the import is not repeated."""
-    for method, length in runs:
-        V.choice("method", method, SPEED_METHODS)
-        V.integer("length", length, low=1)
-    V.integer("repeats", repeats, low=2)
-    if not hasattr(os, "fork"):  # Windows: a fresh process each, as forward_cost does
-        return [forward_cost(m, n, repeats, backward=backward, threads=threads) for m, n in runs]
-    reqs = [[m, int(n), int(repeats), bool(backward), int(threads)] for m, n in runs]
-    env = os.environ | {"MALLOC_MMAP_THRESHOLD_": "65536"}
-    run = subprocess.run(
-        [sys.executable, "-c", _FORK_SERVER, json.dumps(reqs)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    tag = "forward_cost "
-    lines = [x[len(tag) :] for x in run.stdout.splitlines() if x.startswith(tag)]
-    if run.returncode or len(lines) != len(reqs):
-        raise RuntimeError(f"forward_costs({list(runs)}) failed:\n{run.stderr[-2000:]}")
-    return [dict(json.loads(line)) for line in lines]
-
-
-# ----------------------------------------------------------------------------- (c)
-def module_tokens(names: tuple[str, ...], tok: Any) -> list[torch.Tensor]:
-    """Token ids of the source files of standard-library modules (one 1-D tensor each)."""
-    import importlib
-    import inspect
-
-    out = []
-    for name in names:
-        path = inspect.getsourcefile(importlib.import_module(name))
-        if path is None:
-            raise FileNotFoundError(f"no source file for the standard-library module {name!r}")
-        text = Path(path).read_text(encoding="utf-8")
-        out.append(torch.tensor(tok(text, add_special_tokens=False, verbose=False)["input_ids"]))
+    full = boot("full")
+    out: dict[str, Any] = {
+        "cca_long_range": boot("cca"),
+        null_key("cca_long_range"): boot("local"),
+        gate_key("cca_long_range"): full,
+        "local_fails": boot("local"),
+        null_key("local_fails"): full,
+        "sink_fails": boot("sink"),
+        null_key("sink_fails"): full,
+        "plug_and_play": boot("swap+ft", "full", stat=_ratio),
+        null_key("plug_and_play"): boot("local_swap+ft", "full", stat=_ratio),
+        gate_key("plug_and_play"): full,
+    }
+    if pooling:
+        out["attention_pooling_beats_mean"] = boot("cca", "cca_mean")
+        out[null_key("attention_pooling_beats_mean")] = boot("cca_mean_2", "cca_mean")
+        out[gate_key("attention_pooling_beats_mean")] = full
     return out
 
 
-@torch.no_grad()
-def token_nlls(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> np.ndarray:
-    """Next-token NLLs ``(chunks, length - skip)`` of the tokens at positions >= ``skip`` of
-    every ``length``-token chunk of every document (each document holds a whole number of
-    chunks; a trailing partial chunk is dropped), in document and chunk order."""
-    if not 0 <= skip < length:
-        raise ValueError(f"skip must be in [0, length = {length}), got {skip}")
-    if not docs or min(len(d) for d in docs) < length:
-        raise ValueError(f"every document must hold at least one chunk of {length} tokens")
-    model.eval()
-    batch = max(1, 4096 // length)  # about 4K tokens a forward pass
-    rows = []
-    for doc in docs:
-        chunks = doc[: len(doc) // length * length].reshape(-1, length)
-        for i in range(0, len(chunks), batch):
-            ids = chunks[i : i + batch]
-            logits = model(input_ids=ids).logits[:, :-1]
-            nll = F.cross_entropy(logits.float().transpose(1, 2), ids[:, 1:], reduction="none")
-            rows.append(nll[:, max(0, skip - 1) :].double().numpy())  # targets at >= skip
-    return np.concatenate(rows)
-
-
-def perplexity(model: Any, docs: list[torch.Tensor], length: int, skip: int) -> float:
-    """exp(mean next-token NLL) over the tokens at positions >= ``skip`` of every
-    ``length``-token chunk of every document (see :func:`token_nlls`)."""
-    return math.exp(float(token_nlls(model, docs, length, skip).mean()))
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """The fine-tune: the official recipe's shape at a laptop's length.
-
-    The official ``run_scripts/finetune.sh`` (chenyaofo/CCA-Attention at 052cc8e) trains with
-    AdamW (weight decay 0) at lr 2e-5, 20 linear warm-up steps then a constant rate
-    (``constant_with_warmup``), gradient clipping at norm 2.0, 1 sequence x 4 accumulation
-    steps x 8 GPUs per update, at the evaluation length, for 1,000 updates (about 262M
-    tokens on 7-8B models). Here: the same schedule shape, clipping and loss, at ``lr``
-    (the package's 1e-4 for a 135M model, fixed before any run) and over ``steps`` updates of
-    ``accumulate`` windows of ``length`` tokens each."""
-
-    lr: float = 1e-4
-    warmup: int = 0
-    """Linear warm-up updates (the rate grows from lr/warmup to lr), then constant."""
-    clip: float | None = 2.0
-    accumulate: int = 1
-
-    def rate(self, update: int) -> float:
-        """The learning rate of update ``update`` (0-based)."""
-        return self.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else self.lr
-
-
-def finetune_lm(
-    model: Any,
-    text: torch.Tensor,
-    steps: int,
-    length: int,
-    seed: int,
-    *,
-    recipe: Recipe = Recipe(),
-    checkpoint: Path | None = None,
-    every: int = 25,
-    progress: Callable[[str], None] | None = None,
+# ----------------------------------------------------------------------------- notes
+def notes(
+    ctx: RunContext,
+    b: Budget,
+    ok: dict[str, list[np.ndarray]],
+    ppl: dict[str, list[float]],
+    memory: dict[str, list[float]],
+    cost: dict[str, list[dict[str, Any]]],
 ) -> None:
-    """Fine-tune ``model`` in place by :class:`Recipe`: ``steps`` updates, each over
-    ``recipe.accumulate`` windows of ``length`` tokens of the 1-D ``text`` at offsets drawn
-    from a generator seeded with ``seed`` (next-token loss, averaged over the windows).
-    Leaves the model in eval mode.
-
-    With ``checkpoint``, the model, optimizer, generator and update are saved there every
-    ``every`` updates and at the end, through a temporary file; a call that finds the file
-    resumes from it, and the result equals an uninterrupted run's."""
-    V.integer("steps", steps, low=0)
-    V.integer("length", length, low=2)
-    V.integer("every", every, low=1)
-    V.integer("recipe.accumulate", recipe.accumulate, low=1)
-    V.integer("recipe.warmup", recipe.warmup, low=0)
-    V.positive("recipe.lr", recipe.lr)
-    if recipe.clip is not None:
-        V.positive("recipe.clip", recipe.clip)
-    if not (isinstance(text, torch.Tensor) and text.dim() == 1):
-        raise ValueError(f"text must be a 1-D tensor of token ids, got {type(text).__name__}")
-    if len(text) <= length:
-        raise ValueError(f"text has {len(text)} tokens: it needs more than length = {length}")
-    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(seed)
-    done = 0
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        done = state["step"]
-
-    def save(step: int) -> None:
-        if checkpoint is None:
-            return
-        state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-        state |= {"generator": gen.get_state(), "step": step}
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, checkpoint.with_suffix(".tmp"))
-        checkpoint.with_suffix(".tmp").replace(checkpoint)
-
-    model.train()
-    for step in range(done, steps):
-        for group in opt.param_groups:
-            group["lr"] = recipe.rate(step)
-        opt.zero_grad()
-        total = 0.0
-        for _ in range(recipe.accumulate):
-            start = int(torch.randint(0, len(text) - length, (1,), generator=gen))
-            x = text[start : start + length][None]
-            loss = model(input_ids=x, labels=x).loss / recipe.accumulate
-            loss.backward()
-            total += float(loss.detach())
-        if recipe.clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
-        opt.step()
-        if progress is not None:
-            progress(f"step {step + 1}/{steps}, loss {total:.3f}, lr {recipe.rate(step):.2e}")
-        if (step + 1) % every == 0 and step + 1 < steps:
-            save(step + 1)
-    if steps > done:
-        save(steps)
-    model.eval()
-
-
-def _local_fn(group_size: int, window: int) -> Any:
-    def attention(
-        module: torch.nn.Module,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        dropout: float = 0.0,
-        scaling: float | None = None,
-        **kwargs: Any,
-    ) -> tuple[torch.Tensor, None]:
-        if query.shape[2] != key.shape[2]:
-            raise NotImplementedError("the local-window arm runs whole sequences (no cache)")
-        L = query.shape[2]
-        k, v = expand_kv(query, key, value)
-        t = torch.arange(L)
-        start = group_size * visible_groups(L, group_size, window)
-        mask = (t[None, :] <= t[:, None]) & (t[None, :] >= start[:, None])
-        out = F.scaled_dot_product_attention(query, k, v, attn_mask=mask, scale=scaling)
-        return out.transpose(1, 2).contiguous(), None
-
-    return attention
-
-
-def use_local(model: Any, *, group_size: int, window: int) -> str:
-    """Switch a loaded HF model to CCA's raw window *without* its core tokens: query ``t``
-    sees positions ``g J(t) .. t`` only (the null arm of the LM claims). Whole sequences
-    only (no KV cache); :func:`~icml25.cca_attention.hf.use_full` switches back."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    V.integer("group_size", group_size, low=1)
-    V.integer("window", window, low=0)
-    name = f"cca_local_g{group_size}_s{window}"
-    AttentionInterface.register(name, _local_fn(group_size, window))
-    AttentionMaskInterface.register(name, sdpa_mask)
-    model.set_attn_implementation(name)
-    model._cca_settings = None
-    return name
-
-
-LM_ARMS = ("full", "cca", "local")
-
-
-def set_arm(model: Any, arm: str) -> None:
-    """Full attention, CCA (g = 16, s = 128) or CCA's window without core tokens."""
-    from icml25.cca_attention.hf import use_cca, use_full
-
-    V.choice("arm", arm, LM_ARMS)
-    if arm == "full":
-        use_full(model)
-    elif arm == "cca":
-        use_cca(model, group_size=LM_G, window=LM_S)
-    else:
-        use_local(model, group_size=LM_G, window=LM_S)
-
-
-def load_lm(tiny: bool) -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct (float32), or for tests a tiny random Llama."""
-    from icml25.core.llm import load_causal_lm, tiny_llama
-
-    if tiny:
-        return tiny_llama(layers=2, hidden=32, heads=4, seed=0, kv_heads=2)
-    return load_causal_lm(quiet=True)
-
-
-def finetune_comparison(
-    model: Any,
-    load: Callable[[], Any],
-    docs: list[torch.Tensor],
-    text: torch.Tensor,
-    lengths: tuple[int, ...],
-    steps: int,
-    seed: int,
-    *,
-    window: int = 512,
-    recipe: Recipe = Recipe(),
-    arms: Sequence[str] = ("full", "cca"),
-    checkpoints: Path | None = None,
-    every: int = 25,
-    progress: Callable[[str], None] = lambda _msg: None,
-) -> dict[str, list[np.ndarray]]:
-    """Part (c): per-token NLLs (:func:`token_nlls`, positions >= s) at each of ``lengths`` of
-    ``model`` under each of ``arms`` (:func:`set_arm`), then of a fresh copy from ``load()``
-    per arm after the same fine-tune on ``text`` (:func:`finetune_lm`, ``window``-token
-    sequences, the same windows for every arm). Keys ``<arm>`` and ``<arm>+ft``, one array per
-    length. With ``checkpoints`` (a folder) each fine-tune checkpoints there every ``every``
-    updates and resumes."""
-    for arm in arms:
-        V.choice("arm", arm, LM_ARMS)
-    progress(f"(c) perplexity before fine-tuning at L = {lengths}")
-    nll: dict[str, list[np.ndarray]] = {}
-    for arm in arms:
-        set_arm(model, arm)
-        nll[arm] = [token_nlls(model, docs, n, LM_S) for n in lengths]
-    for arm in arms:
-        progress(f"(c) fine-tuning a {arm}-attention copy ({steps} steps)")
-        model = load()
-        set_arm(model, arm)
-        ckpt = None if checkpoints is None else checkpoints / f"finetune_{arm}.pt"
-        finetune_lm(
-            model,
-            text,
-            steps,
-            window,
-            seed,
-            recipe=recipe,
-            checkpoint=ckpt,
-            every=every,
-            progress=progress,
+    ctx.note(
+        "Needle accuracy (mean over seeds): "
+        + ", ".join(f"{k} {np.mean([x.mean() for x in v]):.3f}" for k, v in ok.items())
+        + " (swap / local_swap: the full model with CCA / the local window swapped in, before "
+        "and after the fine-tune"
+        + ("; cca_mean_2: the second mean-pooling model)." if b.pooling else ").")
+    )
+    model_name = "tiny_llama (random)" if ctx.budget == "tiny" else "SmolLM2-135M"
+    ctx.note(
+        f"(c) {model_name} perplexity at L = {b.lm_lengths} (tokens at positions >= {LM_S}): "
+        + "; ".join(f"{k} " + "/".join(f"{v:.2f}" for v in vals) for k, vals in ppl.items())
+        + f" (+ft: after {b.lm_steps} fine-tuning updates of {b.recipe.accumulate} x "
+        f"{b.lm_window} tokens, {b.recipe}; local: CCA's window without core tokens)."
+    )
+    ctx.note(
+        f"(d) decoding memory (MiB) after a prefill of L = {b.kv_lengths}: "
+        + "; ".join(f"{k} " + "/".join(f"{v:.2f}" for v in vals) for k, vals in memory.items())
+        + " (full: the model's own KV cache; cca: CCACache + core tokens; cca_own_cache: CCA "
+        "with the model's own cache + core tokens)."
+    )
+    ctx.note(
+        "(d) one forward pass, best of the timed runs, SDPA vs CCA vs CCA with a window over "
+        "everything: "
+        + "; ".join(
+            f"L={n}: {1000 * a['cpu_seconds']:.0f} vs {1000 * c['cpu_seconds']:.0f} vs "
+            f"{1000 * d['cpu_seconds']:.0f} ms CPU ({a['cpu_seconds'] / c['cpu_seconds']:.2f}x; "
+            f"wall {1000 * a['seconds']:.0f} vs {1000 * c['seconds']:.0f} ms), "
+            f"peak {a['mib']:.0f} vs {c['mib']:.0f} MiB"
+            for n, a, c, d in zip(
+                b.speed_lengths, cost["sdpa"], cost["cca"], cost["cca-dense"], strict=True
+            )
         )
-        nll[f"{arm}+ft"] = [token_nlls(model, docs, n, LM_S) for n in lengths]
-    return nll
+    )

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from icml25.core import validate as V
+from icml25.core.llm import mean_pool
 
 
 def embed(encoder: Any, inputs: Any = None, *, batch_size: int = 256) -> np.ndarray:
@@ -97,5 +98,4 @@ def _pool(res: Any, mask: torch.Tensor | None) -> torch.Tensor:
         return hidden
     if mask is None:
         return hidden.mean(dim=1)
-    m = mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp_min(1.0)
+    return mean_pool(hidden, mask)
