@@ -20,8 +20,9 @@ from dataclasses import replace
 
 import torch
 
-from icml25.enzyme_rag import real
+from icml25.enzyme_rag import experiments_real as real
 from icml25.enzyme_rag.chem import molecule_features
+from icml25.enzyme_rag.experiments_real_data import load_join, locate_real_data
 from icml25.enzyme_rag.model import EnzymeSubstrateClassifier
 from icml25.enzyme_rag.sequences import encode
 from icml25.enzyme_rag.training import pad_tokens, train_classifier
@@ -35,12 +36,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, nargs=2, default=[10, 40])
     args = ap.parse_args()
     torch.set_num_threads(1)
-    found = real.locate_real_data()
+    found = locate_real_data()
     if isinstance(found, str):
         raise SystemExit(f"real data not found: {found}")
     base = real.REAL_CONFIGS["full"]
     t = time.process_time()
-    data, ec_of = real.load_join(*found)
+    data, ec_of = load_join(*found)
     st = real._setup(base, data, ec_of)
     print(f"setup {time.process_time() - t:.0f} CPU-s: {st.stats}", flush=True)
     train_seqs = [st.data.sequences[e] for e in st.train_ids]

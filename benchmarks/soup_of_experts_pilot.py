@@ -21,9 +21,8 @@ import numpy as np
 import torch
 
 from icml25.soup_of_experts.corpora import load_domains
-from icml25.soup_of_experts.experiments import Evaluator, make_setup, tune
+from icml25.soup_of_experts.experiments import BUDGETS, Evaluator, draw_targets, make_setup, tune
 from icml25.soup_of_experts.lm import ByteGPT
-from icml25.soup_of_experts.reproduce import BUDGETS, _targets
 from icml25.soup_of_experts.soup import (
     MixtureSampler,
     SoupOfExperts,
@@ -53,7 +52,7 @@ def main() -> None:
     sampler = MixtureSampler(setup.train, seq_len=b.seq_len)
     val = Evaluator(setup.val)  # validation windows only: the test windows are never read
     meta = SparseDirichlet(k, max_support=min(b.max_support, k))
-    hs = [h for _, h in _targets(k, b, meta, seed)]
+    hs = [h for _, h in draw_targets(k, b, meta, seed)]
     kw = {"steps": b.steps, "batch_size": b.batch, "seed": seed}
 
     def arch() -> ByteGPT:

@@ -410,7 +410,7 @@ def test_generator_learns_to_copy_a_retrieved_row() -> None:
 
 
 def test_consensus_arm_is_the_column_mode() -> None:
-    from icml25.enzyme_rag.reproduce import _consensus
+    from icml25.enzyme_rag.experiments import _consensus
 
     rng = np.random.default_rng(0)
     rows = rng.integers(3, size=(4, 5, 6))

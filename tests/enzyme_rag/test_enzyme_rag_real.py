@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,26 +14,39 @@ import pytest
 from icml25.core.claims import gate_key, null_key
 from icml25.core.runner import RunContext
 from icml25.enzyme_rag.data import EnzymeData
-from icml25.enzyme_rag.real import (
-    BLASTDB_ENV,
-    EVODEX_ENV,
-    REAL_ARMS,
-    REAL_ENV,
+from icml25.enzyme_rag.experiments_real import (
     RealConfig,
     auc_of_rows,
+    learned_ratio,
+    real_measurements,
+)
+from icml25.enzyme_rag.experiments_real_data import (
+    BLASTDB_ENV,
+    EVODEX_ENV,
+    REAL_ENV,
     caching_aligner,
     ec_profile_members,
-    learned_ratio,
-    real_figure,
-    real_measurements,
     real_selected,
     restrict_length,
 )
+from icml25.enzyme_rag.figures import REAL_ARMS, real_arms
 from icml25.enzyme_rag.real_claims import REAL_CLAIMS
 
 pytest.importorskip("rdkit")
 
-TINY = RealConfig(200, 0, 3, 2, 8, 1, 4, 4, 4, 2, 16)
+TINY = RealConfig(
+    max_length=200,
+    n_train=0,
+    n_test=3,
+    d=2,
+    dim=8,
+    layers=1,
+    gen_steps=4,
+    clf_steps=4,
+    batch=4,
+    samples=2,
+    positions_per_step=16,
+)
 
 
 def _ctx(tmp_path: Path, budget: str = "tiny") -> RunContext:
@@ -77,12 +91,12 @@ def test_real_figure_draws_every_arm_of_every_seed(tmp_path):
     rng = np.random.default_rng(0)
     runs = [{"seed": s, "hmm": {a: rng.normal(size=5) for a in REAL_ARMS}} for s in (0, 1)]
     ctx = _ctx(tmp_path)
-    real_figure(ctx, runs)
+    ctx.save_figure(real_arms(runs), "enzyme_rag_real_arms")
     png = tmp_path / "enzyme_rag_real_arms.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ctx.figures == [f"{tmp_path.name}/enzyme_rag_real_arms.png"]
     with pytest.raises(KeyError, match="copy"):  # a run without an arm is refused loudly
-        real_figure(_ctx(tmp_path), [{"seed": 0, "hmm": {"natural": np.ones(2)}}])
+        real_arms([{"seed": 0, "hmm": {"natural": np.ones(2)}}])
 
 
 def test_ec_profile_members_full_ec_then_three_levels():
@@ -165,7 +179,7 @@ def test_caching_aligner_on_disk_is_shared_between_instances(tmp_path):
 def test_a_seed_is_saved_and_reused_only_for_the_same_config_and_data(monkeypatch, tmp_path):
     from types import SimpleNamespace
 
-    from icml25.enzyme_rag import real
+    from icml25.enzyme_rag import experiments_real as real
 
     calls = []
 
@@ -200,19 +214,21 @@ def test_a_seed_is_saved_and_reused_only_for_the_same_config_and_data(monkeypatc
         else:
             np.testing.assert_array_equal(again[k], v)
     real._checkpointed_seed(TINY, SimpleNamespace(stats="join: 11 substrates"), 3, ctx)
-    bigger = RealConfig(300, 0, 3, 2, 8, 1, 4, 4, 4, 2, 16)
+    bigger = replace(TINY, max_length=300)
     real._checkpointed_seed(bigger, SimpleNamespace(stats="join: 11 substrates"), 3, ctx)
     assert calls == [3, 3, 3]
 
 
-def test_run_seed_says_what_is_missing(monkeypatch, tmp_path):
-    from icml25.enzyme_rag.real import run_seed
+def test_one_seed_says_what_is_missing(monkeypatch, tmp_path):
+    from icml25.enzyme_rag.reproduce import one_seed
 
     monkeypatch.setenv(EVODEX_ENV, str(tmp_path / "absent.csv"))
     with pytest.raises(RuntimeError, match=r"absent\.csv"):
-        run_seed(tmp_path, 0, "tiny")
-    with pytest.raises(ValueError, match="budget must be one of"):
-        run_seed(tmp_path, 0, "huge")
+        one_seed(_ctx(tmp_path), 0)
+    from icml25.cli import main  # what `icml25 seed enzyme_rag 0` calls
+
+    with pytest.raises(RuntimeError, match=r"absent\.csv"):
+        main(["seed", "enzyme_rag", "0", "--budget", "tiny", "--out", str(tmp_path)])
 
 
 SMILES = [

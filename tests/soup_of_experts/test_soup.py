@@ -409,7 +409,8 @@ def test_learning_rates_are_chosen_without_reading_a_test_window(monkeypatch, tm
 
     reads: list[tuple[bool, str]] = []
     state = {"tuning": False, "setup": None}
-    real_tune, real_setup, real_per = rp.tune, rp.make_setup, experiments.Evaluator.per_domain
+    real_tune, real_setup = experiments.tune, experiments.make_setup
+    real_per = experiments.Evaluator.per_domain
 
     def tune(*a, **kw):  # type: ignore[no-untyped-def]
         state["tuning"] = True
@@ -428,8 +429,8 @@ def test_learning_rates_are_chosen_without_reading_a_test_window(monkeypatch, tm
         reads.append((bool(state["tuning"]), split))
         return real_per(self, model, h)
 
-    monkeypatch.setattr(rp, "tune", tune)
-    monkeypatch.setattr(rp, "make_setup", make_setup)
+    monkeypatch.setattr(experiments, "tune", tune)
+    monkeypatch.setattr(experiments, "make_setup", make_setup)
     monkeypatch.setattr(experiments.Evaluator, "per_domain", per_domain)
     ctx = RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path)
     rp.reproduce(ctx)
@@ -437,6 +438,29 @@ def test_learning_rates_are_chosen_without_reading_a_test_window(monkeypatch, tm
     assert during == {"val"}, during
     assert {split for tuning, split in reads if not tuning} == {"test"}
     assert sum(t for t, _ in reads) >= 4  # generic, S only, soup, router-less, specialists
+
+
+def test_icml25_seed_saves_a_seed_that_reproduce_reuses_with_the_same_numbers(tmp_path):
+    """``icml25 seed soup_of_experts S`` checkpoints seed S; a reproduction in the same folder
+    reuses it (validation losses keyed by float learning rates again) and measures what a
+    fresh run measures (the timing claim aside)."""
+    from icml25.cli import main
+    from icml25.core.runner import RunContext
+    from icml25.soup_of_experts import reproduce as rp
+
+    assert main(["seed", "soup_of_experts", "0", "--budget", "tiny", "--out", str(tmp_path)]) == 0
+    folder = tmp_path / "soup_of_experts"
+    assert (folder / "seed0-tiny.json").is_file()
+    said: list[str] = []
+    ctx = RunContext(budget="tiny", seeds=(0,), out_dir=folder, progress=said.append)
+    reused = rp.reproduce(ctx)
+    assert any("reusing" in m for m in said) and not any(": lr " in m for m in said)
+    fresh = rp.reproduce(RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path / "fresh"))
+    timing = {k for k in fresh if "instantiate_speed_ratio" in k}
+    assert set(reused) == set(fresh)
+    for k in set(fresh) - timing:
+        assert np.array_equal(np.asarray(getattr(reused[k], "values", reused[k])),
+                              np.asarray(getattr(fresh[k], "values", fresh[k]))), k  # fmt: skip
 
 
 # --------------------------------------------------------------------------------- data

@@ -1,9 +1,9 @@
 """Claims of the reproduction on real enzymes (issue 52, item 5): rules, null arms and gates.
 
-Committed on their own, before any run on the real data judged them. The measurements come from
-:mod:`icml25.enzyme_rag.real`; where the data or tools are absent (or the real path is not
-selected for the budget), every measurement below is NaN and every claim is *out of scale* by
-its gate, with a note saying why.
+Committed on their own, before any run on the real data judged them. The measurements come
+from :mod:`icml25.enzyme_rag.experiments_real`; where the data or tools are absent (or the real
+path is not selected for the budget), every measurement below is NaN and every claim is *out of
+scale* by its gate, with a note saying why.
 
 Activity proxy. Nothing offline predicts kcat or pLDDT, so the paper's activity comparisons are
 measured as membership of the target's enzyme family: the HMMER3 bit score (pyhmmer) of a

@@ -2,7 +2,8 @@
 
 Data: :func:`~icml25.enzyme_rag.data.read_evodex_reactions` (PyPI ``evodex``) joined with the
 Swiss-Prot BLAST databases of Debian ``metastudent-data`` through ``blastdbcmd``
-(:func:`load_join`, cached under ``$ICML25_CACHE``), enzymes of at most ``max_length``
+(:func:`~icml25.enzyme_rag.experiments_real_data.load_join`, cached under
+``$ICML25_CACHE``), enzymes of at most ``max_length``
 residues, and the Tanimoto-0.8 zero-shot split of :func:`~icml25.enzyme_rag.data.zero_shot_split`.
 
 Per seed: the end-to-end :class:`~icml25.enzyme_rag.EnzymeRAG` on (a subset of) the training
@@ -22,21 +23,16 @@ diversity (1 - BLASTp identity among a target's samples).
 Selection: the real path runs at the ``full`` budget, and at any budget when
 ``ICML25_ENZYME_REAL=1``; ``ICML25_ENZYME_REAL=0`` turns it off. Where the data or a tool is
 missing it does not run: every real-data claim is NaN, out of scale by its gate, with a note.
-Data locations: ``ICML25_EVODEX_CSV`` (else the installed ``evodex`` package) and
-``ICML25_ENZYME_BLASTDB`` (BLAST database paths separated by ``os.pathsep``; else the three
-``metastudent-data`` databases).
+Selection, data locations and the data pieces: :mod:`icml25.enzyme_rag.experiments_real_data`.
+Each seed is checkpointed (``real-seed<S>-<budget>.json``): :func:`real_seed` computes one in
+its own process (``icml25 seed enzyme_rag S``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,49 +42,44 @@ from icml25.core.claims import Measurement, gate_key, null_key
 from icml25.core.runner import RunContext
 from icml25.enzyme_rag.alignment import Aligner, check_alignment, default_aligner
 from icml25.enzyme_rag.chem import molecule_features
-from icml25.enzyme_rag.data import (
-    EnzymeData,
-    blastdbcmd_sequences,
-    join_sequences,
-    read_evodex_reactions,
-    uniprot_accession,
-    zero_shot_split,
-)
+from icml25.enzyme_rag.data import EnzymeData, zero_shot_split
 from icml25.enzyme_rag.evaluation import blastp_identity, profile_hmm_scores
+from icml25.enzyme_rag.experiments_real_data import (
+    REAL_ENV,
+    cache_dir,
+    caching_aligner,
+    ec_profile_members,
+    load_join,
+    locate_real_data,
+    real_selected,
+    restrict_length,
+)
+from icml25.enzyme_rag.figures import real_arms
 from icml25.enzyme_rag.real_claims import REAL_CLAIMS
 from icml25.enzyme_rag.sequences import decode, encode
 from icml25.enzyme_rag.training import EnzymeRAG, pad_tokens
 
 __all__ = [
-    "REAL_ARMS",
     "REAL_CONFIGS",
     "RealConfig",
     "auc_of_rows",
-    "caching_aligner",
-    "ec_profile_members",
+    "fit_conditioned",
     "learned_ratio",
-    "load_join",
-    "locate_real_data",
-    "real_figure",
     "real_measurements",
-    "real_selected",
-    "restrict_length",
-    "run_seed",
+    "real_seed",
+    "unavailable",
 ]
 
-METASTUDENT = "/usr/share/metastudent-data/dataset_201401/{}/goasp.fasta"
-REAL_ENV = "ICML25_ENZYME_REAL"
-EVODEX_ENV = "ICML25_EVODEX_CSV"
-BLASTDB_ENV = "ICML25_ENZYME_BLASTDB"
-PROFILE_MAX = 30
-"""At most this many natural enzymes build a target EC's profile HMM."""
 LR = 5e-3
 NULL_MOL_PROB = 0.1
 N_BOOT = 2000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RealConfig:
+    """The sizes of the real-data part. The field order is part of a saved seed's checkpoint
+    key (its ``repr``): keep it."""
+
     max_length: int
     """Longest enzyme kept in the join (residues)."""
     n_train: int
@@ -97,23 +88,33 @@ class RealConfig:
     """Held-out substrates generated for (a fixed random subset of the split's)."""
     d: int
     """Retrieved enzymes per target (training depths: 0, 1, d)."""
-    dim: int
-    layers: int
-    gen_steps: int
-    clf_steps: int
-    batch: int
+    dim: int  # generator width
+    layers: int  # axial blocks of the generator
+    gen_steps: int  # training steps of each generator (conditioned, unconditional)
+    clf_steps: int  # training steps of the guidance classifier
+    batch: int  # generator batch (training pairs a step)
     samples: int
     """Sequences generated per held-out substrate (paper: 10)."""
     positions_per_step: int
+    """Positions unmasked per sampling step."""
     clf_batch: int = 256
     """Pairs a guidance-classifier step."""
 
 
 REAL_CONFIGS = {
-    "tiny": RealConfig(200, 40, 4, 3, 16, 1, 20, 20, 4, 2, 8),
-    "quick": RealConfig(300, 300, 20, 3, 32, 1, 300, 200, 8, 3, 8),
-    "full": RealConfig(400, 0, 40, 3, 32, 1, 1200, 400, 8, 5, 8, clf_batch=64),
-}
+    "tiny": RealConfig(
+        max_length=200, n_train=40, n_test=4, d=3, dim=16, layers=1, gen_steps=20,
+        clf_steps=20, batch=4, samples=2, positions_per_step=8,
+    ),
+    "quick": RealConfig(
+        max_length=300, n_train=300, n_test=20, d=3, dim=32, layers=1, gen_steps=300,
+        clf_steps=200, batch=8, samples=3, positions_per_step=8,
+    ),
+    "full": RealConfig(
+        max_length=400, n_train=0, n_test=40, d=3, dim=32, layers=1, gen_steps=1200,
+        clf_steps=400, batch=8, samples=5, positions_per_step=8, clf_batch=64,
+    ),
+}  # fmt: skip
 """``full`` was sized on 2026-12-06 by ``benchmarks/enzyme_rag_real_pilot.py`` (seed 99, which no
 claim uses; costs only) before its first run: 0.18 CPU-s a generator step at 1 layer (0.64 at
 2), and sampling 10 sequences of one target at 4 positions a step 17.4 CPU-s (35.6 at 2 layers),
@@ -125,179 +126,6 @@ CPU-min a seed. This one: 1 layer, 1,200 steps a generator, 400 classifier steps
 40 of the 48 eligible held-out substrates, 5 samples, 8 positions a step, about 29 CPU-min a
 seed, so that three seeds in parallel processes and the synthetic full fit 60 minutes on 2
 cores."""
-
-
-# ---------------------------------------------------------------- selection and data
-def real_selected(budget: str) -> bool:
-    """Whether the real path runs: ``ICML25_ENZYME_REAL`` = 1 / 0, else only at ``full``."""
-    flag = os.environ.get(REAL_ENV, "").strip()
-    if flag in ("0", "1"):
-        return flag == "1"
-    if flag:
-        raise ValueError(f"{REAL_ENV} must be 0 or 1 (or unset), got {flag!r}")
-    return budget == "full"
-
-
-def locate_real_data() -> tuple[Path, list[Path]] | str:
-    """``(EVODEX csv, BLAST databases)``, or a sentence saying what is missing."""
-    csv_env = os.environ.get(EVODEX_ENV, "").strip()
-    if csv_env:
-        csv = Path(csv_env)
-        if not csv.is_file():
-            return f"{EVODEX_ENV}={csv_env} is not a file"
-    else:
-        try:
-            from icml25.enzyme_rag.data import evodex_reactions_path
-
-            csv = evodex_reactions_path()
-        except FileNotFoundError as e:
-            return str(e)
-    db_env = os.environ.get(BLASTDB_ENV, "").strip()
-    dbs = (
-        [Path(p) for p in db_env.split(os.pathsep) if p]
-        if db_env
-        else [Path(METASTUDENT.format(a)) for a in ("MFO", "BPO", "CCO")]
-    )
-    have = [p for p in dbs if Path(f"{p}.pin").is_file() or Path(f"{p}.pal").is_file()]
-    if not have:
-        return (
-            f"no BLAST protein database at {', '.join(map(str, dbs))} (make enzyme-data, "
-            f"or set {BLASTDB_ENV})"
-        )
-    missing = [t for t in ("blastdbcmd", "blastp") if shutil.which(t) is None]
-    if missing:
-        return f"{' and '.join(missing)} not installed (apt-get install ncbi-blast+)"
-    if shutil.which("clustalo") is None and shutil.which("mafft") is None:
-        return "no multiple aligner (apt-get install clustalo): the per-query MSAs need one"
-    try:
-        import pyhmmer  # noqa: F401
-    except ImportError:
-        return "pyhmmer is not installed (make enzyme-data)"
-    return csv, have
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("ICML25_CACHE", ".cache")).expanduser() / "enzyme_rag"
-
-
-def load_join(csv: Path, dbs: Sequence[Path]) -> tuple[EnzymeData, dict[str, list[str]]]:
-    """The join of :func:`~icml25.enzyme_rag.data.join_sequences` (50..1,000 residues) and each
-    enzyme's EC numbers, cached as JSON under ``$ICML25_CACHE/enzyme_rag`` keyed by the files'
-    paths, sizes and times."""
-    key_src = [str(csv), csv.stat().st_size, csv.stat().st_mtime]
-    for db in dbs:
-        for ext in (".pin", ".psq"):
-            f = Path(f"{db}{ext}")
-            if f.exists():
-                key_src += [str(f), f.stat().st_size, f.stat().st_mtime]
-    key = hashlib.sha256(json.dumps(key_src).encode()).hexdigest()[:16]
-    path = _cache_dir() / f"join-{key}.json"
-    if path.is_file():
-        raw = json.loads(path.read_text())
-    else:
-        reactions = read_evodex_reactions(csv)
-        seqs = blastdbcmd_sequences(dbs, {a for r in reactions for a in r.accessions})
-        data = join_sequences(reactions, seqs)
-        ec_of: dict[str, set[str]] = {}
-        for r in reactions:
-            for a in r.accessions:
-                ec_of.setdefault(uniprot_accession(a), set()).add(r.ec)
-        raw = {
-            "smiles": data.smiles,
-            "ids": data.ids,
-            "sequences": data.sequences,
-            "pairs": data.pairs.tolist(),
-            "ec_of_substrate": [list(x) for x in data.ec_of_substrate],
-            "ec_of_enzyme": {i: sorted(ec_of.get(i, ())) for i in data.ids},
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(raw))
-        tmp.replace(path)
-    data = EnzymeData(
-        smiles=raw["smiles"],
-        ids=raw["ids"],
-        sequences=raw["sequences"],
-        pairs=np.asarray(raw["pairs"], dtype=np.int64).reshape(-1, 2),
-        ec_of_substrate=[tuple(x) for x in raw["ec_of_substrate"]],
-    )
-    return data, raw["ec_of_enzyme"]
-
-
-def restrict_length(data: EnzymeData, max_length: int) -> EnzymeData:
-    """The join without enzymes longer than ``max_length`` (and substrates left without one)."""
-    keep_e = np.array([len(s) <= max_length for s in data.sequences])
-    p = data.pairs[keep_e[data.pairs[:, 1]]]
-    if not len(p):
-        raise ValueError(f"no enzyme of at most {max_length} residues in the join")
-    subs, enz = np.unique(p[:, 0]), np.unique(p[:, 1])
-    s_new = {int(s): i for i, s in enumerate(subs)}
-    e_new = {int(e): i for i, e in enumerate(enz)}
-    return EnzymeData(
-        smiles=[data.smiles[s] for s in subs],
-        ids=[data.ids[e] for e in enz],
-        sequences=[data.sequences[e] for e in enz],
-        pairs=np.array([[s_new[int(s)], e_new[int(e)]] for s, e in p], dtype=np.int64),
-        ec_of_substrate=[data.ec_of_substrate[s] for s in subs],
-    )
-
-
-def ec_profile_members(
-    target_ecs: Sequence[str],
-    enzyme_ecs: Sequence[Sequence[str]],
-    exclude: Sequence[int],
-    *,
-    limit: int = PROFILE_MAX,
-    seed: int = 0,
-) -> np.ndarray:
-    """Enzymes that share a full EC number with the target (leaving out ``exclude``, the
-    target's own enzymes); where fewer than 2 do, those sharing the first three EC levels.
-    At most ``limit``, a fixed random choice. Empty where fewer than 2 qualify."""
-    ex = {int(i) for i in exclude}
-    want = set(target_ecs)
-    for level in (4, 3):
-        pre = {".".join(e.split(".")[:level]) for e in want}
-        hits = [
-            i
-            for i, ecs in enumerate(enzyme_ecs)
-            if i not in ex and any(".".join(e.split(".")[:level]) in pre for e in ecs)
-        ]
-        if len(hits) >= 2:
-            rng = np.random.default_rng(seed)
-            arr = np.asarray(hits, dtype=np.int64)
-            return np.sort(rng.permutation(arr)[:limit]) if len(arr) > limit else arr
-    return np.zeros(0, dtype=np.int64)
-
-
-def caching_aligner(aligner: Aligner, folder: Path | None = None) -> Aligner:
-    """``aligner`` with a cache keyed by its input (seeds share the per-query MSAs); with
-    ``folder``, also on disk there, one JSON file per input (keyed by the aligner's name and
-    the sequences), so that seeds in separate processes and later runs share them too."""
-    cache: dict[tuple[str, ...], list[str]] = {}
-    name = getattr(aligner, "__name__", type(aligner).__name__)
-
-    def run(sequences: Sequence[str]) -> list[str]:
-        key = tuple(sequences)
-        if key in cache:
-            return cache[key]
-        path = None
-        if folder is not None:
-            digest = hashlib.sha256("\n".join((name, *key)).encode()).hexdigest()[:24]
-            path = folder / f"msa-{digest}.json"
-            if path.is_file():
-                saved = json.loads(path.read_text())
-                if saved.get("input") == list(key):
-                    cache[key] = saved["rows"]
-                    return cache[key]
-        cache[key] = list(aligner(list(key)))
-        if path is not None:
-            folder.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"input": list(key), "rows": cache[key]}))
-            tmp.replace(path)
-        return cache[key]
-
-    return run
 
 
 def auc_of_rows(rows: np.ndarray) -> float:
@@ -398,7 +226,7 @@ def _setup(cfg: RealConfig, full: EnzymeData, ec_of: dict[str, list[str]]) -> _S
     eligible = np.asarray(sorted(members), dtype=np.int64)
     targets = np.sort(rng.permutation(eligible)[: cfg.n_test])
     natural = [split.test_pairs[split.test_pairs[:, 0] == t, 1] for t in targets]
-    aligner = caching_aligner(default_aligner(), _cache_dir() / "msa")
+    aligner = caching_aligner(default_aligner(), cache_dir() / "msa")
     profiles: list[list[str] | None] = []
     for t in targets:
         seqs = [full.sequences[m] for m in members[int(t)]]
@@ -613,45 +441,35 @@ def _seed_from_json(raw: dict[str, Any]) -> dict[str, Any]:
 
 def _checkpointed_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[str, Any]:
     """One real seed, saved as ``real-seed<S>-<budget>.json`` in the run's folder so that an
-    interrupted run resumes and seeds can run in parallel processes (:func:`run_seed`); a saved
-    seed is reused only for the same config and the same data (the setup's statistics)."""
-    path = ctx.out_dir / f"real-seed{seed}-{ctx.budget}.json"
-    key = f"{cfg!r} | {st.stats}"
-    if path.is_file():
-        saved = json.loads(path.read_text())
-        if saved.get("key") == key:
-            ctx.progress(f"real seed {seed}: reusing {path}")
-            return _seed_from_json(saved["run"])
-    run = _run_seed(cfg, st, seed, ctx)
-    ctx.out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "run": _seed_to_json(run)}))
-    tmp.replace(path)
-    return run
+    interrupted run resumes and seeds can run in parallel processes (:func:`real_seed`); a
+    saved seed is reused only for the same config and the same data (the setup's statistics)."""
+    return ctx.checkpoint(
+        f"real-seed{seed}-{ctx.budget}",
+        f"{cfg!r} | {st.stats}",
+        lambda: _run_seed(cfg, st, seed, ctx),
+        encode=_seed_to_json,
+        decode=_seed_from_json,
+    )
 
 
-def run_seed(out: str | Path, seed: int, budget: str = "full") -> Path:
-    """Compute one real-data seed of a budget into ``<out>/enzyme_rag/real-seed<S>-<budget>.json``
-    (one thread); ``icml25 reproduce enzyme_rag --budget <budget> --out <out>`` with the real
-    path selected then reuses it, so seeds can run in parallel processes. Returns the file."""
-    if budget not in REAL_CONFIGS:
-        raise ValueError(f"budget must be one of {sorted(REAL_CONFIGS)}, got {budget!r}")
+def real_seed(ctx: RunContext, seed: int) -> None:
+    """Compute and checkpoint one real-data seed of ``ctx.budget`` into ``ctx.out_dir``
+    (``real-seed<S>-<budget>.json``; one thread), whether or not the budget selects the real
+    path; a later :func:`real_measurements` in the same folder reuses it. Raises
+    ``RuntimeError`` saying what is missing where the data or a tool is absent."""
     found = locate_real_data()
     if isinstance(found, str):
         raise RuntimeError(f"real data not found: {found}")
     csv, dbs = found
-    cfg = REAL_CONFIGS[budget]
-    ctx = RunContext(
-        budget=budget,  # type: ignore[arg-type]
-        seeds=(seed,),
-        out_dir=Path(out) / "enzyme_rag",
-        progress=lambda msg: print(msg, flush=True),
-    )
+    cfg = REAL_CONFIGS[ctx.budget]
     data, ec_of = load_join(csv, dbs)
     st = _setup(cfg, data, ec_of)
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    _checkpointed_seed(cfg, st, seed, ctx)
-    return ctx.out_dir / f"real-seed{seed}-{budget}.json"
+    try:
+        _checkpointed_seed(cfg, st, seed, ctx)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
@@ -724,53 +542,6 @@ def real_measurements(ctx: RunContext, cfg: RealConfig) -> dict[str, Any]:
             + f"{auc_of_rows(r['auc_rows_null']):.3f}); final loss {r['loss_end']:.3f}"
             + f"; training {r['train_cpu_s']:.0f} CPU-s, seed {r['cpu_s']:.0f} CPU-s"
         )
-    real_figure(ctx, runs)
+    ctx.save_figure(real_arms(runs), "enzyme_rag_real_arms")
     ctx.note(f"real data: {time.process_time() - t0:.0f} CPU-s in all")
     return out
-
-
-REAL_ARMS = ("natural", "copy", "random_enzyme", "full", "d0", "random_rows", "other", "uncond")
-
-
-def real_figure(ctx: RunContext, runs: list[dict[str, Any]]) -> None:
-    """``enzyme_rag_real_arms.png``: each arm's mean profile-HMM bits per seed (dots) and
-    over seeds (bars), and per target (sorted) the natural, copy, full and unconditional
-    arms' bits."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
-    x = np.arange(len(REAL_ARMS))
-    per_seed = np.array([[r["hmm"][a].mean() for a in REAL_ARMS] for r in runs])
-    ax[0].bar(x, per_seed.mean(0), color="tab:blue", alpha=0.6)
-    for i, row in enumerate(per_seed):
-        ax[0].plot(x, row, "o", color="k", ms=3, label="seeds" if i == 0 else None)
-    ax[0].axhline(0, color="grey", lw=0.8)
-    ax[0].set_xticks(x, [a.replace("_", " ") for a in REAL_ARMS], rotation=30, ha="right")
-    ax[0].set_ylabel("profile-HMM bits (target's EC)")
-    ax[0].set_title(f"real held-out substrates: arms ({len(runs)} seeds)")
-    ax[0].legend()
-    order = np.argsort(runs[0]["hmm"]["natural"])
-    t = np.arange(len(order))
-    for arm, style in (("natural", "o-"), ("copy", "s-"), ("full", "^-"), ("uncond", "v:")):
-        mean = np.mean([r["hmm"][arm] for r in runs], axis=0)[order]
-        ax[1].plot(t, mean, style, ms=3, lw=1, label=arm)
-    ax[1].set_yscale("symlog", linthresh=10)
-    ax[1].set_xlabel("held-out target (sorted by its natural enzymes' score)")
-    ax[1].set_ylabel("bits (mean over seeds)")
-    ax[1].set_title("per target")
-    ax[1].legend(fontsize=8)
-    ctx.save_figure(fig, "enzyme_rag_real_arms")
-
-
-if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(description=run_seed.__doc__)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--budget", default="full", choices=sorted(REAL_CONFIGS))
-    a = ap.parse_args()
-    print(run_seed(a.out, a.seed, a.budget))
