@@ -171,12 +171,12 @@ ROWS: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("c_gd:c0<0", lambda: mf.c_gd(-1.0, 0.1, 0.1, 3), ValueError, "c0 must be > 0"),
     ("collapse_time:S0 inf", lambda: mf.collapse_time(float("inf"), 1.5), ValueError, "S0"),
     # a negative or zero learning rate is refused, never turned into a value
-    ("c_gd:lr<0", lambda: mf.c_gd(1.0, -0.1, 0.1, 3), ValueError, "lr must be > 0"),
+    ("c_gd:lr<0", lambda: mf.c_gd(1.0, -0.1, 0.1, 3), ValueError, "lr must be a finite number > 0"),
     (
         "balancedness_switch_step:lr<0",
         lambda: mf.balancedness_switch_step(-0.1, 0.1, 0.05),
         ValueError,
-        "lr must be > 0",
+        "lr must be a finite number > 0",
     ),
     (
         "balancedness_switch_step:alpha=0",

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from icml25.mirror_flow._checks import real_array, real_number
+from icml25.core.validate import number, real_array
 
 
 def _check_pair(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -36,7 +36,7 @@ def _check_pair(P: np.ndarray, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_lr_alpha(lr: float, alpha: float) -> tuple[float, float]:
-    return real_number("lr", lr, low=0.0, low_open=True), real_number("alpha", alpha, low=0.0)
+    return number("lr", lr, low=0.0, low_open=True), number("alpha", alpha, low=0.0)
 
 
 def balancedness(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -109,7 +109,7 @@ def balancedness_switch_step(lr: float, alpha: float, target: float) -> int:
     validation score: ``target = 0.05`` is three time constants (:math:`e^{-3} \approx 0.050`).
     """
     lr, alpha = _check_lr_alpha(lr, alpha)
-    target = real_number("target", target, low=0.0, low_open=True)
+    target = number("target", target, low=0.0, low_open=True)
     if target >= 1:
         raise ValueError(f"target must be < 1 (a fraction of the start balancedness), got {target}")
     if alpha == 0:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml25.core import validate as V
-from icml25.mirror_flow._checks import real_array, real_number
+from icml25.core.validate import number, real_array
 
 
 def _c_array(c: np.ndarray | float, shape: tuple[int, ...], name: str = "c") -> np.ndarray:
@@ -63,7 +63,7 @@ def mirror_inverse(z: np.ndarray, c: np.ndarray | float) -> np.ndarray:
 
 def c_flow(c0: np.ndarray | float, alpha: float, t: float | np.ndarray) -> np.ndarray:
     r"""Gradient flow: :math:`c_t = c_0 e^{-2\alpha t}`."""
-    alpha = real_number("alpha (weight decay)", alpha, low=0.0)
+    alpha = number("alpha (weight decay)", alpha, low=0.0)
     c0 = real_array("c0", c0, low=0.0, low_open=True)
     t = real_array("t", t, low=0.0)
     return c0 * np.exp(-2 * alpha * t)
@@ -72,8 +72,8 @@ def c_flow(c0: np.ndarray | float, alpha: float, t: float | np.ndarray) -> np.nd
 def c_gd_step(c: np.ndarray, g: np.ndarray, lr: float, alpha: float) -> np.ndarray:
     r"""One GD step on (u, v): :math:`c_{k+1} = c_k[(1-\eta\alpha)^2 - \eta^2 g_k^2]`, with
     :math:`g = \nabla f(x_k)`. Exact for GD on :math:`f(u\odot v) + \tfrac\alpha2\|(u,v)\|^2`."""
-    lr = real_number("lr", lr, low=0.0, low_open=True)
-    alpha = real_number("alpha", alpha, low=0.0)
+    lr = number("lr", lr, low=0.0, low_open=True)
+    alpha = number("alpha", alpha, low=0.0)
     c = real_array("c", c)
     g = real_array("g", g, shape=c.shape if c.ndim else None)
     return c * ((1 - lr * alpha) ** 2 - lr**2 * g**2)
@@ -81,8 +81,8 @@ def c_gd_step(c: np.ndarray, g: np.ndarray, lr: float, alpha: float) -> np.ndarr
 
 def c_gd(c0: np.ndarray | float, lr: float, alpha: float, steps: int | np.ndarray) -> np.ndarray:
     r"""GD, neglecting the :math:`O(\eta^2 g^2)` term: :math:`c_k = c_0 (1-\eta\alpha)^{2k}`."""
-    lr = real_number("lr", lr, low=0.0, low_open=True)
-    alpha = real_number("alpha", alpha, low=0.0)
+    lr = number("lr", lr, low=0.0, low_open=True)
+    alpha = number("alpha", alpha, low=0.0)
     k = real_array("steps", steps, low=0.0, integer=True)
     c0 = real_array("c0", c0, low=0.0, low_open=True)
     return c0 * (1 - lr * alpha) ** (2 * k)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml25.mirror_flow._checks import real_array, real_number
+from icml25.core.validate import number, real_array
 
 
 def _check_p(p: float) -> float:
@@ -124,7 +124,7 @@ def collapse_time(S0: float, p: float) -> float:
     r"""For :math:`p < 2`, the integrated strength :math:`A = S_0 / (2p(2-p))` at which the dual
     interval collapses (``inf`` for :math:`p > 2`, where it widens)."""
     p = _check_p(p)
-    S0 = real_number("S0", S0, low=0.0, low_open=True)
+    S0 = number("S0", S0, low=0.0, low_open=True)
     return float(S0 / (2 * p * (2 - p))) if p < 2 else float("inf")
 
 
@@ -167,8 +167,8 @@ def power_gd(
     y = real_array("y", y)
     if A.ndim != 2 or y.shape != (A.shape[0],):
         raise ValueError(f"A must be (n, d) and y (n,), got {A.shape} and {y.shape}")
-    lr = real_number("lr", lr, low=0.0, low_open=True)
-    alpha = real_number("alpha", alpha, low=0.0)
+    lr = number("lr", lr, low=0.0, low_open=True)
+    alpha = number("alpha", alpha, low=0.0)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise ValueError(f"steps must be an integer >= 0, got {steps!r}")
     if isinstance(off, str) or np.ndim(off) != 1 or len(off) == 0:
