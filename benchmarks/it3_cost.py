@@ -18,7 +18,7 @@ import torch
 from _timing import mean_seconds
 from icml25.core.models import SmallCNN
 from icml25.it3 import IT3, ZigZag, tent, zigzag_recursion
-from icml25.it3.reproduce import DenseGNN, random_graphs
+from icml25.it3.experiments import DenseGNN, random_graphs
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ reproduction's own configuration:
 - ``pmi_50``: the official PMI critic trains 50 epochs (the quick budget 10, full 50).
 
 Run: ``python benchmarks/pointwise_info_departures.py [--seeds 0,1,2]``; it prints a markdown
-table (mean ± std over seeds) for the README.
+table (mean ± std over seeds) for NOTES.md.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import torch
 
 from icml25.core.models import MLP, SmallCNN
 from icml25.core.runner import RunContext
-from icml25.pointwise_info import reproduce as R
+from icml25.pointwise_info import experiments as E
 
 
 def _metrics(r: dict[str, Any]) -> dict[str, float]:
-    au = {m: 100 * r["failure"][m]["auroc"] for m in R.METHODS}
+    au = {m: 100 * r["failure"][m]["auroc"] for m in E.METHODS}
     sc = {m: r["calibration"][m]["sce"] for m in ("MSP", "TS", "PVI-cal")}
     return {
         "PVI - max(PMI, PSI)": au["PVI"] - max(au["PMI"], au["PSI"]),
@@ -41,19 +41,19 @@ def _metrics(r: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def run(setting: str, budget: R.Budget, seeds: list[int], model_fn: Any = None) -> list[dict]:
+def run(setting: str, budget: E.Budget, seeds: list[int], model_fn: Any = None) -> list[dict]:
     ctx = RunContext("quick", tuple(seeds), Path("unused"))
-    original = R._split
+    original = E._split
 
-    def split(s: str, b: R.Budget, seed: int) -> R.Split:
+    def split(s: str, b: E.Budget, seed: int) -> E.Split:
         sp = original(s, b, seed)
         return sp if model_fn is None else dataclasses.replace(sp, model_fn=model_fn)
 
-    R._split = split
+    E._split = split
     try:
-        return [_metrics(R.run_setting(setting, budget, seed, ctx)) for seed in seeds]
+        return [_metrics(E.run_setting(setting, budget, seed, ctx)) for seed in seeds]
     finally:
-        R._split = original
+        E._split = original
 
 
 def main() -> None:
@@ -62,7 +62,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     torch.set_num_threads(1)
-    quick = R.BUDGETS["quick"]
+    quick = E.BUDGETS["quick"]
     variants = {
         ("cnn", "ours (SmallCNN with BatchNorm)"): run("cnn", quick, seeds),
         ("cnn", "official: no BatchNorm"): run(

@@ -6,10 +6,10 @@ import pytest
 
 
 def _splits():
-    from icml25.backslash import reproduce as bs
-    from icml25.fedgvi import reproduce as fg
-    from icml25.it3 import reproduce as it3
-    from icml25.pointwise_info import reproduce as pi
+    from icml25.backslash import experiments as bs
+    from icml25.fedgvi import experiments_bnn as fg
+    from icml25.it3 import experiments as it3
+    from icml25.pointwise_info import experiments as pi
 
     tiny_pi = pi.BUDGETS["tiny"]
     tiny_bs = bs.BUDGETS["tiny"]

@@ -425,7 +425,7 @@ def test_a_dataloader_gives_the_same_learner_as_arrays():
 def test_the_content_free_shift_moves_each_mean_as_far_as_msc_in_another_direction():
     import copy
 
-    from icml25.drift_calibration.reproduce import ContentFreeShift
+    from icml25.drift_calibration.experiments import ContentFreeShift
 
     lr = _learner(random_state=4, epochs=2)
     lr.fit_task(*_blobs([0, 1]))

@@ -9,10 +9,12 @@ import torch
 from scipy import stats
 from torch.nn import functional as F
 
+from icml25.core.data import load_sklearn
 from icml25.core.models import MLP, SmallCNN
 from icml25.core.runner import RunContext
 from icml25.it3 import IT3, ZigZag, bn_adapt, zigzag_recursion
-from icml25.it3 import reproduce as R
+from icml25.it3 import experiments as E
+from icml25.it3 import experiments_stats as S
 
 
 def test_sweep_margins_by_hand():
@@ -22,7 +24,7 @@ def test_sweep_margins_by_hand():
         64: {"it3": 60.0, "it3_eval_bn": 30.0, "recursion": 29.0, "recursion_bn": 58.0,
              "bn_stats": 61.0, "tent": 59.0},
     }  # fmt: skip
-    claim, null = R.sweep_values(sweep)
+    claim, null = S.sweep_values(sweep)
     # b = 1: the better IT3 (eval, 50) against the best other arm (recursion, 48)
     assert claim[1] == pytest.approx(2.0) and null[1] == pytest.approx(48.0 - 11.0)
     # b = 64: IT3 60 against BN statistics 61; the null: recursion 58 against 61
@@ -31,10 +33,10 @@ def test_sweep_margins_by_hand():
 
 def test_clopper_pearson_matches_scipy():
     for k, n in ((0, 5), (3, 5), (5, 5), (9, 10)):
-        low, high = R.clopper_pearson(k, n)
+        low, high = S.clopper_pearson(k, n)
         ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.90, method="exact")
         assert (low, high) == pytest.approx((ci.low, ci.high), abs=1e-12)
-    assert R.clopper_pearson(5, 5)[0] == pytest.approx(0.05 ** (1 / 5))  # (k = n: alpha/2)^(1/n)
+    assert S.clopper_pearson(5, 5)[0] == pytest.approx(0.05 ** (1 / 5))  # (k = n: alpha/2)^(1/n)
 
 
 def _cnn():
@@ -51,24 +53,24 @@ def test_cnn_arms_run_each_method_in_test_batches_of_the_given_size():
     zz = _cnn()
     x = torch.randn(8, 1, 28, 28, generator=torch.Generator().manual_seed(1))
     for b in (1, 4):
-        arms = R._cnn_arms(zz, x, b, ("vanilla", "recursion", "bn_stats", "it3"))
+        arms = E._cnn_arms(zz, x, b, ("vanilla", "recursion", "bn_stats", "it3"))
         with torch.no_grad():
             torch.testing.assert_close(arms["vanilla"], zz(x))
         torch.testing.assert_close(arms["recursion"], zigzag_recursion(zz, x))
         chunks = [x[i : i + b] for i in range(0, 8, b)]
         torch.testing.assert_close(arms["bn_stats"], torch.cat([bn_adapt(zz, c) for c in chunks]))
-        it3 = IT3(zz, steps=R.CNN_STEPS, lr=R.CNN_LR, batchnorm="batch")
+        it3 = IT3(zz, steps=E.CNN_STEPS, lr=E.CNN_LR, batchnorm="batch")
         torch.testing.assert_close(arms["it3"], torch.cat([it3(c).detach() for c in chunks]))
     # batch statistics depend on the batch: b = 1 and b = 4 differ (the test can fail)
-    one = R._cnn_arms(zz, x, 1, ("bn_stats",))["bn_stats"]
-    four = R._cnn_arms(zz, x, 4, ("bn_stats",))["bn_stats"]
+    one = E._cnn_arms(zz, x, 1, ("bn_stats",))["bn_stats"]
+    four = E._cnn_arms(zz, x, 4, ("bn_stats",))["bn_stats"]
     assert not torch.allclose(one, four)
 
 
 def test_zero_step_ratio_is_one_and_it3_ratio_is_read_from_its_losses():
     zz = _cnn()
     x = torch.randn(8, 1, 28, 28, generator=torch.Generator().manual_seed(2))
-    arms = R._cnn_arms(zz, x, 4, ("recursion_bn", "it3"))
+    arms = E._cnn_arms(zz, x, 4, ("recursion_bn", "it3"))
     assert arms["_ratio_0step"] == pytest.approx(1.0)
     assert np.isfinite(arms["_ratio"]) and arms["_ratio"] != pytest.approx(1.0)
 
@@ -76,14 +78,14 @@ def test_zero_step_ratio_is_one_and_it3_ratio_is_read_from_its_losses():
 @pytest.fixture(scope="module")
 def tiny_mlp():
     ctx = RunContext("tiny", (0,), Path("unused"))
-    return R.mlp_experiment(R.CONFIGS["tiny"], 0, ctx)
+    return E.mlp_experiment(E.BUDGETS["tiny"], 0, ctx)
 
 
 def test_regression_baseline_is_a_separately_trained_plain_model(tiny_mlp):
     """The notebook's baseline: the same MLP without the label input, trained on the MSE with
     the same split, epochs and batches; rebuilt here independently, it gives the same MAE."""
-    cfg = R.CONFIGS["tiny"]
-    X, yraw = R.load_sklearn("diabetes")
+    cfg = E.BUDGETS["tiny"]
+    X, yraw = load_sklearn("diabetes")
     rng = np.random.default_rng([0, 3])
     order = rng.permutation(len(X))
     n_tr = int(0.7 * len(X))
@@ -93,7 +95,7 @@ def test_regression_baseline_is_a_separately_trained_plain_model(tiny_mlp):
     Xs = ((X - mu) / sd).astype(np.float32)
     ys = ((yraw - ym) / ysd).astype(np.float32)[:, None]
     torch.manual_seed(20_000)
-    plain = MLP(10, R.MLP_HIDDEN, 1)
+    plain = MLP(10, E.MLP_HIDDEN, 1)
     opt = torch.optim.Adam(plain.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(0)
     xtr, ytr = torch.as_tensor(Xs[tr]), torch.as_tensor(ys[tr])
@@ -115,5 +117,5 @@ def test_regression_baseline_is_a_separately_trained_plain_model(tiny_mlp):
 
 def test_regression_it3_is_averaged_over_the_notebook_batch_sizes(tiny_mlp):
     for per_b, mean in zip(tiny_mlp["mae_b"], tiny_mlp["mae"]["it3"], strict=True):
-        assert sorted(per_b) == sorted(R.MLP_BATCHES)
+        assert sorted(per_b) == sorted(E.MLP_BATCHES)
         assert mean == pytest.approx(np.mean(list(per_b.values())))

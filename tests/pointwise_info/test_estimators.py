@@ -397,7 +397,7 @@ def test_controls_are_marked_and_left_out_of_the_tally():
     carry kind="control" and the report's tally counts only the paper's claims."""
     from icml25.core.report import claim_rows
     from icml25.core.results import verdict_counts
-    from icml25.pointwise_info.reproduce import CLAIMS
+    from icml25.pointwise_info.claims import CLAIMS
 
     controls = {c.id for c in CLAIMS if c.kind == "control"}
     assert controls == {
