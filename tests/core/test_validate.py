@@ -128,3 +128,20 @@ def test_number_allow_inf_and_seeds_and_callables():
     assert V.optional_callable("f", None) is None
     with pytest.raises(TypeError, match="f must be a callable"):
         V.optional_callable("f", 3)
+
+
+def test_flag_and_generator():
+    import numpy as np
+    import pytest
+    import torch
+
+    from icml25.core import validate as V
+
+    assert V.flag("f", np.bool_(True)) is True
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match="f must be True or False"):
+            V.flag("f", bad)
+    g = torch.Generator()
+    assert V.generator("g", g) is g and V.generator("g", None) is None
+    with pytest.raises(TypeError, match=r"g must be a torch\.Generator or None, got int"):
+        V.generator("g", 3)

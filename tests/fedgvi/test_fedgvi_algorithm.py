@@ -139,7 +139,7 @@ def test_logistic_regression_runs_and_separates():
 def test_bad_arguments_say_what_is_wrong():
     prior = NatGaussian.from_moments([0.0], [1.0])
     client = Client(GaussianLocation(XS[0]))
-    with pytest.raises(ValueError, match="rounds must be a positive integer"):
+    with pytest.raises(ValueError, match="rounds must be an integer >= 1"):
         fedgvi(prior, [client], 0)
     with pytest.raises(ValueError, match="clients must not be empty"):
         fedgvi(prior, [], 1)
@@ -186,7 +186,7 @@ def test_minibatches_are_unbiased_and_init_only_moves_the_start():
         prior, model, conjugate=False, optimizer=opt, generator=torch.Generator().manual_seed(0)
     )
     assert abs(mc.mean[0] - exact.mean[0]) < 0.03
-    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
         LocalOptimizer(batch_size=0)
     # a conjugate run ignores where an optimiser would start
     clients = [Client(GaussianLocation(x)) for x in XS]
@@ -218,7 +218,7 @@ def test_epochs_stop_early_and_summed_samples_weight_the_data():
     heavy = local_posterior(prior, GaussianLocation(np.tile(x, s)))
     assert abs(q_sum.var[0] / heavy.var[0] - 1) < 0.3
     assert abs(q_sum.mean[0] - heavy.mean[0]) < 0.07
-    with pytest.raises(ValueError, match="patience must be a positive integer"):
+    with pytest.raises(ValueError, match="patience must be an integer >= 1"):
         LocalOptimizer(patience=0)
     with pytest.raises(ValueError, match="mc must be 'mean' or 'sum'"):
         LocalOptimizer(mc="median")

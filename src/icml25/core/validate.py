@@ -201,6 +201,23 @@ def optional_callable(name: str, value: Any, what: str = "") -> Any:
     return value
 
 
+def flag(name: str, value: Any) -> bool:
+    """``True`` or ``False`` (NumPy booleans too); ``0``, ``1`` and strings are refused."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidTypeError(f"{name} must be True or False, got {_show(value)}")
+    return bool(value)
+
+
+def generator(name: str, value: Any) -> torch.Generator | None:
+    """``value`` if it is a ``torch.Generator`` or None."""
+    torch_module = sys.modules.get("torch")
+    if value is not None and (
+        torch_module is None or not isinstance(value, torch_module.Generator)
+    ):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
+    return value
+
+
 def finite_array(
     name: str,
     value: Any,

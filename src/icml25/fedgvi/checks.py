@@ -1,18 +1,15 @@
-"""Argument checks shared by FedGVI's public entry points (issue 54: a clear error for bad input).
-
-Each check names the argument, says what it must be and shows what it got, in the wording of
-:mod:`icml25.core.validate`. Numbers and arrays given as strings are refused rather than
-converted (NumPy would read ``"1"`` as 1.0), a class passed where an instance is expected gets
-its own message (``NLL`` for ``NLL()``), and sequences of clients or factors are checked item
-by item.
+"""Checks of FedGVI's own types at its public entry points: Gaussians in natural parameters,
+losses, divergences, local optimizers, data models and sequences of them. A class passed where
+an instance is expected gets its own message (``NLL`` for ``NLL()``), and sequences of clients
+or factors are checked item by item. Numbers, arrays, flags and generators are checked by
+:mod:`icml25.core.validate`, as in every method.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from icml25.core import validate as V
@@ -22,33 +19,13 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def numeric_array(name: str, value: Any) -> np.ndarray:
-    """``value`` as a float64 array, refusing strings, objects and ragged nesting."""
-    if isinstance(value, (str, bytes)):
-        raise ValueError(f"{name} must be an array of numbers, got the string {value!r}")
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    try:
-        raw = np.asarray(value)
-    except ValueError as exc:  # ragged
-        raise ValueError(
-            f"{name} must be an array of numbers, got a ragged {_kind(value)}"
-        ) from exc
-    if raw.dtype.kind not in "biuf":
-        raise ValueError(
-            f"{name} must be an array of numbers, got an array of dtype {raw.dtype} "
-            f"(numbers passed as strings or objects are not converted)"
-        )
-    return raw.astype(np.float64)
-
-
 def as_tensor(name: str, value: Any) -> torch.Tensor:
     """A float64 tensor from a tensor or an array of numbers (strings refused)."""
     if isinstance(value, torch.Tensor):
         if value.is_complex():
             raise ValueError(f"{name} must hold real numbers, got dtype {value.dtype}")
         return value if value.dtype == torch.float64 else value.to(torch.float64)
-    return torch.as_tensor(numeric_array(name, value))
+    return torch.as_tensor(V.real_array(name, value, finite=False))
 
 
 def gaussian(name: str, value: Any) -> Any:
@@ -109,40 +86,11 @@ def optimizer(name: str, value: Any) -> Any:
     return value
 
 
-def generator(name: str, value: Any) -> torch.Generator | None:
-    if value is not None and not isinstance(value, torch.Generator):
-        raise TypeError(f"{name} must be a torch.Generator or None, got {_kind(value)}")
-    return value
-
-
-def flag(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def function(name: str, value: Any) -> Callable[..., Any] | None:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable or None, got {_kind(value)}")
-    return value
-
-
-def seed(value: Any) -> int:
-    return V.integer("seed", value, low=0)
-
-
 def damping(value: Any) -> float:
     try:
         return V.number("damping", value, low=0.0, high=1.0, low_open=True)
     except ValueError:
         raise ValueError(f"damping must lie in (0, 1], got {value!r}") from None
-
-
-def positive_integer(name: str, value: Any) -> int:
-    """An integer >= 1 (NumPy integers accepted; booleans, floats and strings refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def items(name: str, value: Any, item: type, what: str) -> list[Any]:

@@ -121,7 +121,7 @@ class LocalOptimizer:
         for name in ("steps", "samples", "lbfgs_iter", "batch_size", "patience"):
             value = getattr(self, name)
             if value is not None or name in ("steps", "samples", "lbfgs_iter"):
-                object.__setattr__(self, name, C.positive_integer(name, value))
+                object.__setattr__(self, name, V.integer(name, value, low=1))
         object.__setattr__(self, "lr", V.positive("lr", self.lr))
         if self.mc not in ("mean", "sum"):
             raise ValueError(f"mc must be 'mean' or 'sum', got {self.mc!r}")
@@ -402,7 +402,7 @@ def local_posterior(
     C.loss("loss", loss)
     C.divergence("divergence", divergence)
     C.optimizer("optimizer", optimizer)
-    C.generator("generator", generator)
+    V.generator("generator", generator)
     if start is not None:
         C.same_space("start", start, cavity, "the cavity")
         if not start.is_proper():
@@ -492,7 +492,7 @@ def client_step(
     C.same_space("factor", factor, q, "q")
     C.loss("loss", loss)
     C.divergence("divergence", divergence)
-    clip_factors = C.flag("clip_factors", clip_factors)
+    clip_factors = V.flag("clip_factors", clip_factors)
     events: Counter[str] = Counter()
     cavity = q / factor
     cavity, low = cavity.clip_precision(PRECISION_FLOOR)
@@ -664,16 +664,16 @@ def fedgvi(
     clients = C.items("clients", clients, Client, "Client objects (Client(model, loss, ...))")
     for c in clients:
         check_model(c.model, prior.dim)
-    rounds = C.positive_integer("rounds", rounds)
+    rounds = V.integer("rounds", rounds, low=1)
     C.divergence("server_divergence", server_divergence)
     C.optimizer("optimizer", optimizer)
     if conjugate not in ("auto", True, False):
         raise ValueError(f"conjugate must be 'auto', True or False, got {conjugate!r}")
-    clip_factors = C.flag("clip_factors", clip_factors)
-    seed = C.seed(seed)
+    clip_factors = V.flag("clip_factors", clip_factors)
+    seed = V.integer("seed", seed, low=0)
     if tol is not None:
         tol = V.number("tol", tol, low=0.0)
-    C.function("progress", progress)
+    V.optional_callable("progress", progress)
     if init is not None:
         C.same_space("init", init, prior, "the prior")
         if not init.is_proper():
@@ -719,7 +719,7 @@ def gvi(
     """Generalised variational inference, ``argmin_q E_q[sum loss] + D(q || prior)``: FedGVI
     with one client and one round."""
     C.gaussian("prior", prior)
-    generator = torch.Generator().manual_seed(C.seed(seed))
+    generator = torch.Generator().manual_seed(V.integer("seed", seed, low=0))
     return local_posterior(prior, model, loss, divergence, optimizer=optimizer, generator=generator)
 
 
@@ -727,7 +727,7 @@ def sample(q: NatGaussian, n: int, seed: int = 0) -> Tensor:
     """``n`` draws ``(n, d)`` from ``q``, for predictive averages."""
     C.gaussian("q", q)
     n = V.integer("n", n, low=1)
-    seed = C.seed(seed)
+    seed = V.integer("seed", seed, low=0)
     mean, var = q.moments()
     g = torch.Generator().manual_seed(seed)
     eps = _draw(n, q.dim, g)

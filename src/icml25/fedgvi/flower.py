@@ -115,7 +115,7 @@ def make_client_app(
     _callable("client_fn", client_fn)
     if optimizer is not None:
         C.optimizer("optimizer", optimizer)
-    seed = C.seed(seed)
+    seed = V.integer("seed", seed, low=0)
     require_flwr("FedGVI on Flower")
     from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
     from flwr.clientapp import ClientApp

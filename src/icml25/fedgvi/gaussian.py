@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from icml25.core import validate as V
-from icml25.fedgvi.checks import as_tensor, flag, numeric_array
+from icml25.fedgvi.checks import as_tensor
 
 Tensor = torch.Tensor
 
@@ -40,8 +40,8 @@ class NatGaussian:
     J: np.ndarray
 
     def __post_init__(self) -> None:
-        h = numeric_array("h", self.h).reshape(-1)
-        J = numeric_array("J", self.J)
+        h = V.real_array("h", self.h, finite=False).reshape(-1)
+        J = V.real_array("J", self.J, finite=False)
         d = h.shape[0]
         if d == 0:
             raise ValueError("h must hold at least one natural parameter, got an empty array")
@@ -59,8 +59,8 @@ class NatGaussian:
     @classmethod
     def from_moments(cls, mean: Any, var: Any) -> NatGaussian:
         """From a mean and a variance (vector: mean-field; matrix: full; scalar: isotropic)."""
-        mean = np.atleast_1d(numeric_array("mean", mean))
-        var = numeric_array("var", var)
+        mean = np.atleast_1d(V.real_array("mean", mean, finite=False))
+        var = V.real_array("var", var, finite=False)
         if mean.ndim != 1:
             raise ValueError(f"mean must be a vector, got shape {mean.shape}")
         if var.ndim == 0:
@@ -84,7 +84,7 @@ class NatGaussian:
     def flat(cls, d: int, full: bool = False) -> NatGaussian:
         """The uniform factor (all natural parameters zero): every client's ``t_m`` at start."""
         d = V.integer("d", d, low=1)
-        full = flag("full", full)
+        full = V.flag("full", full)
         return cls(np.zeros(d), np.zeros((d, d)) if full else np.zeros(d))
 
     @property

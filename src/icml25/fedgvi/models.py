@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 
 from icml25.core import validate as V
-from icml25.fedgvi.checks import as_tensor, numeric_array
+from icml25.fedgvi.checks import as_tensor
 
 Tensor = torch.Tensor
 
 
 def _float_matrix(x: Any, name: str) -> Tensor:
-    t = torch.as_tensor(numeric_array(name, x))
+    t = torch.as_tensor(V.real_array(name, x, finite=False))
     if t.ndim == 1:
         t = t[:, None]
     if t.ndim != 2 or t.shape[0] == 0:
