@@ -38,7 +38,12 @@ empirical order-0 entropy (under 0.7% by construction), where Exp-Golomb is clos
 sharply peaked weights. Files written with ``codec="rans"`` by the first coder (constriction's
 ``AnsCoder``, one stream; their header has no ``rans_layout``) are still read through
 constriction. The header says which codec wrote the file; both are read, and files written
-before the option (Exp-Golomb) still load."""
+before the option (Exp-Golomb) still load.
+
+Long by design: the file format is one unit: quantisation, both entropy coders (Exp-Golomb and
+rANS), the header with its checksums and the reader that verifies them are read together, and
+splitting the writer from the reader would separate two halves of one format.
+"""
 
 from __future__ import annotations
 

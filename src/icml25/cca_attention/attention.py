@@ -35,6 +35,10 @@ not O(L^2). Where the fused kernel is missing (or off the CPU), the same blocks 
 plain PyTorch.
 :func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
 exists for tests.
+
+Long by design: the kernel's forward and recomputing backward passes share the block bookkeeping
+(raw blocks, core blocks, the staircase mask), so they stay in one file beside the dense
+reference they are tested against.
 """
 
 from __future__ import annotations

@@ -34,6 +34,9 @@ queries), from the reproduction itself (:meth:`Measurement.with_interval`), or a
 quantities without sampling noise (:meth:`Measurement.exact`). A measurement with fewer than 3
 values and no items has an unbounded interval: its verdict is inconclusive, which is what one
 seed can honestly say.
+
+Long by design: claims, rules, nulls, gates, intervals and the judgement that combines them are
+one vocabulary, read top to bottom before any method's claims.
 """
 
 from __future__ import annotations

@@ -30,6 +30,10 @@ References
 ----------
 Li, Sun, Mu et al. "Closed-Loop Long-Horizon Robotic Planning via Equilibrium Sequence
 Modeling." ICML 2025 (arXiv:2410.01440). Puig et al. "VirtualHome." CVPR 2018.
+
+Long by design: the simulator's scene graph, plan parser, executor, metrics and feedback text
+all read one state representation; they are the environment of a single interface
+(HouseholdEnv).
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ References
 ----------
 Li, Sun, Mu et al. "Closed-Loop Long-Horizon Robotic Planning via Equilibrium Sequence
 Modeling." ICML 2025 (arXiv:2410.01440); official code ``Singularity0104/equilibrium-planner``.
+
+Long by design: the fixed-point solver, the closed loop and the two trainings use the same
+Solve/Episode records and are the paper's one method.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Each object is one position whose embedding is the sum of its class, id and room
 ``[ACTION] name id [name id]`` per line; feedback text is tokenised by its line kinds and the
 ids, names and states it lists (the plan echo is dropped: it repeats a draft the model already
 sees).
+
+Long by design: the token vocabulary, the transformer and its LoRA fine-tune are one model whose
+encoding and decoding must stay in step.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ never passed on: the server halves the round's factor updates until the product 
 (``events["damped"]``), and a client clips an improper cavity's precision to a floor
 (``events["clipped"]``). ``clip_factors=True`` additionally keeps every factor's precision
 non-negative. Every such event is counted and reported in :class:`FedGVIResult`.
+
+Long by design: the divergences, the local optimiser, the client and server steps and the loop
+that alternates them are the paper's Algorithm 1, read top to bottom.
 """
 
 from __future__ import annotations

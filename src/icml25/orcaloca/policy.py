@@ -24,6 +24,9 @@ chosen size so that a reproduction can make the scorer worse on purpose:
 
 ``eps`` is a standard normal drawn from ``(seed, node or name)``: the same question always gets
 the same answer, as from a model decoding greedily.
+
+Long by design: the three policies (retrieval, reading, LLM) implement one Policy protocol over
+shared indexing helpers (word pieces, BM25), which the agent treats as interchangeable.
 """
 
 from __future__ import annotations

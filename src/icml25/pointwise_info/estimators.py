@@ -24,6 +24,10 @@ Wongso, Ghosh & Motani, "Pointwise Information Measures as Confidence Estimators
 Networks: A Comparative Study", ICML 2025. Ethayarajh, Choi & Swayamdipta, "Understanding
 Dataset Difficulty with V-Usable Information", ICML 2022. Goldfeld & Greenewald, "Sliced
 Mutual Information", NeurIPS 2021.
+
+Long by design: PVI, PMI and PSI share the feature extraction, device handling and scikit-learn
+plumbing of one base class (_PointwiseScores); they are kept together so their differences read
+side by side.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ References
 ----------
 P. Ablin, A. Katharopoulos, S. Seto, D. Grangier. "Soup-of-Experts: Pretraining Specialist
 Models via Parameters Averaging". ICML 2025 (PMLR 267:185-203), arXiv:2502.01804.
+
+Long by design: the soup (the expert bank and its instantiation), the domain-weight samplers and
+the training loop that draws from them form one method; the loop needs the bank's internals.
 """
 
 from __future__ import annotations
