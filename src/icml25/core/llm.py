@@ -195,10 +195,15 @@ def finetune_windows(
     progress: Callable[[str], None] | None = None,
     extra_state: tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], None]]
     | None = None,
+    accumulate: int = 1,
+    rate: Callable[[int], float] | None = None,
+    clip: float | None = None,
 ) -> None:
-    """Fine-tune ``model`` in place with ``optimizer``, batch 1: at each of ``steps`` steps a
-    ``length``-token window of the 1-D ``ids`` at an offset drawn from a generator seeded
-    with ``seed``, next-token loss. Leaves the model in eval mode.
+    """Fine-tune ``model`` in place with ``optimizer``: at each of ``steps`` updates,
+    ``accumulate`` windows of ``length`` tokens of the 1-D ``ids`` at offsets drawn from a
+    generator seeded with ``seed`` (next-token loss, averaged over the windows). ``rate(step)``
+    sets every parameter group's learning rate before an update (a schedule), ``clip`` clips
+    the gradient norm. Leaves the model in eval mode.
 
     With ``checkpoint``, the model, optimizer, generator and step (and ``extra_state``'s
     ``get()``, restored with its ``set``) are saved there every ``every`` steps and at the
@@ -208,6 +213,9 @@ def finetune_windows(
     V.integer("steps", steps, low=0)
     V.integer("length", length, low=2)
     V.integer("every", every, low=1)
+    V.integer("accumulate", accumulate, low=1)
+    if clip is not None:
+        V.positive("clip", clip)
     if not (isinstance(ids, torch.Tensor) and ids.dim() == 1):
         raise ValueError(f"ids must be a 1-D tensor of token ids, got {type(ids).__name__}")
     if len(ids) <= length:
@@ -236,14 +244,23 @@ def finetune_windows(
 
     model.train()
     for step in range(done, steps):
-        start = int(torch.randint(0, len(ids) - length, (1,), generator=gen))
-        x = ids[start : start + length][None]
-        loss = model(input_ids=x, labels=x).loss
+        if rate is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = rate(step)
         optimizer.zero_grad()
-        loss.backward()
+        total = 0.0
+        for _ in range(accumulate):
+            start = int(torch.randint(0, len(ids) - length, (1,), generator=gen))
+            x = ids[start : start + length][None]
+            loss = model(input_ids=x, labels=x).loss / accumulate
+            loss.backward()
+            total += float(loss.detach())
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         if progress is not None:
-            progress(f"step {step + 1}/{steps}, loss {loss.item():.3f}")
+            lr = f", lr {rate(step):.2e}" if rate is not None else ""
+            progress(f"step {step + 1}/{steps}, loss {total:.3f}{lr}")
         if (step + 1) % every == 0 and step + 1 < steps:
             save(step + 1)
     if steps > done:
