@@ -147,6 +147,21 @@ def _progress() -> Callable[[str], None]:
     return lambda msg: print(msg, file=sys.stderr, flush=True)
 
 
+def _published_results() -> tuple[str, dict] | None:
+    """The published full results (``docs/reproduction/results.json`` of the working directory
+    or of the checkout this package runs from), to show beside a run's verdicts."""
+    import icml25
+
+    for root in (Path.cwd(), Path(icml25.__file__).resolve().parents[2]):
+        path = root / "docs" / "reproduction" / "results.json"
+        if path.is_file():
+            try:
+                return "docs/reproduction/results.json", res.load_results(path)
+            except (ValueError, OSError):
+                return None
+    return None
+
+
 def cmd_list() -> int:
     from rich.table import Table
 
@@ -196,6 +211,9 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
     results = res.build_results(entries, command)
+    published = _published_results()
+    if published is not None:
+        res.beside_published(results, published[1], published[0])
     res.write_results(results, out)
     rep.write_report(results, out)
     page = write_html(results, out)

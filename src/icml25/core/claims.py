@@ -23,10 +23,22 @@ Then, in this order (see :meth:`Claim.judge`):
 1. a **gate** (a measured precondition that the setting can pass the rule: a ceiling arm, the
    model learning in context at all) that fails makes the verdict **out of scale**, with the
    gate's value as the reason;
-2. a **null arm** (the same measurement on the method without its mechanism) is judged by the
-   claim's own rule; when it is *reproduced* or *partial*, the claim cannot be reproduced or
-   partial: its verdict becomes **inconclusive**, with that reason. A claim whose null arm was
-   not measured (or that declares none and no exemption) cannot be reproduced either.
+2. a **null arm** (the same measurement on the method without its mechanism) is compared with
+   the method as a **paired contrast**: per seed (or per item, when the reproduction returns
+   the contrast itself under :func:`contrast_key`), method minus null, with a t interval. It
+   is *for* the mechanism when its interval excludes 0 in the rule's direction, *against* it
+   when the interval lies on the wrong side of 0 (or, with ``Null(margin=m)``, inside
+   ``[-m, m]``: the mechanism adds nothing), *undecided* otherwise. A passing claim (reproduced
+   or partial) whose contrast is *against* becomes **not reproduced** (the effect is there but
+   the mechanism does not carry it). A passing claim whose null arm also passes the rule keeps
+   its verdict only when the contrast is *for*; otherwise it is **inconclusive**. A claim
+   whose null arm was not measured (or that declares none and no exemption) cannot be
+   reproduced;
+3. a **sensitivity arm** (:class:`Sensitivity`: a deliberately damaged method) is judged by the
+   claim's own rule and must fail it; when it does not, the measurement cannot tell a broken
+   method from a working one and a passing claim is **inconclusive**. Equivalence claims
+   ("matches", "no loss") use ``Rule("within", margin)`` (the interval inside ``[-margin,
+   margin]``, two one-sided tests at 95% each) and need a sensitivity arm.
 
 Intervals (:class:`Interval`) come from Student's t over seeds (n ≥ 3), from a bootstrap over
 items that the reproduction supplies (:meth:`Measurement.bootstrap`: test prompts, bugs,
@@ -65,12 +77,13 @@ KINDS: tuple[Kind, ...] = ("claim", "control")
 """A *claim* is something the paper states; a *control* is a check the reproduction adds (a
 shuffled-label run, an ensemble baseline, a sanity bound). Both get a rule and a verdict, but
 only claims count in the tally; controls are reported in a section of their own."""
-Op = Literal[">=", "<=", ">", "<"]
+Op = Literal[">=", "<=", ">", "<", "within"]
 _OPS: dict[str, Any] = {
     ">=": lambda a, b: a >= b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
     "<": lambda a, b: a < b,
+    "within": lambda a, b: abs(a) <= b,
 }
 LEVEL = 0.90
 """The two-sided level of every interval a verdict reads."""
@@ -90,6 +103,18 @@ def null_key(claim_id: str) -> str:
 def gate_key(claim_id: str) -> str:
     """The key under which ``reproduce`` returns a claim's gate measurement."""
     return f"{claim_id}/gate"
+
+
+def contrast_key(claim_id: str) -> str:
+    """The key under which ``reproduce`` may return a claim's paired contrast (method minus
+    null arm) itself, e.g. with a paired bootstrap over items; without it the contrast is
+    computed from the two measurements' per-seed values."""
+    return f"{claim_id}/contrast"
+
+
+def sensitivity_key(claim_id: str) -> str:
+    """The key under which ``reproduce`` returns a claim's sensitivity-arm measurement."""
+    return f"{claim_id}/sensitivity"
 
 
 @dataclass(frozen=True)
@@ -351,6 +376,8 @@ class Rule:
             raise ValueError(f"Rule.op must be one of {sorted(_OPS)}, got {self.op!r}")
         if not math.isfinite(self.threshold):
             raise ValueError(f"Rule.threshold must be finite, got {self.threshold!r}")
+        if self.op == "within" and not self.threshold > 0:
+            raise ValueError(f"Rule('within', margin): margin must be > 0, got {self.threshold!r}")
         if self.partial is not None:
             looser = (
                 self.partial <= self.threshold
@@ -372,6 +399,15 @@ class Rule:
         if not math.isfinite(m.mean):
             return "not reproduced"
         iv = m.interval
+        if self.op == "within":  # equivalence: two one-sided tests, the interval inside +-margin
+            loosest = self.threshold if self.partial is None else self.partial
+            if -self.threshold <= iv.low and iv.high <= self.threshold:
+                return "reproduced"
+            if iv.high < -loosest or iv.low > loosest:
+                return "not reproduced"
+            if self.partial is not None and -self.partial <= iv.low and iv.high <= self.partial:
+                return "partial"
+            return "inconclusive"
         upward = self.op in (">=", ">")
         worst, best = (iv.low, iv.high) if upward else (iv.high, iv.low)
         loosest = self.threshold if self.partial is None else self.partial
@@ -384,6 +420,11 @@ class Rule:
         return "inconclusive"
 
     def describe(self) -> str:
+        if self.op == "within":
+            text = f"|mean| <= {_fmt(self.threshold)} (equivalence)"
+            if self.partial is not None:
+                text += f" (partial if <= {_fmt(self.partial)})"
+            return text
         text = f"mean {self.op} {_fmt(self.threshold)}"
         if self.partial is not None:
             text += f" (partial if {self.op} {_fmt(self.partial)})"
@@ -402,6 +443,9 @@ class Null:
 
     arm: str | None = None
     exempt: str | None = None
+    margin: float | None = None
+    """With a margin ``m`` (fixed before the run), a paired contrast whose interval contains 0
+    and lies inside ``[-m, m]`` says the mechanism adds nothing: *against* it."""
 
     def __post_init__(self) -> None:
         if (self.arm is None) == (self.exempt is None):
@@ -409,6 +453,81 @@ class Null:
         text = self.arm if self.arm is not None else self.exempt
         if not (text or "").strip():
             raise ValueError("Null: arm / exempt must say something, got an empty string")
+        if self.margin is not None and not (math.isfinite(self.margin) and self.margin > 0):
+            raise ValueError(f"Null.margin must be a finite number > 0, got {self.margin!r}")
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """A deliberately damaged method (a too-coarse quantiser, a counter whose error grows like
+    sqrt(T)) measured the same way, under :func:`sensitivity_key`: the claim's rule must fail
+    on it (*not reproduced*), or the measurement cannot tell a broken method from a working
+    one and a passing claim is *inconclusive*."""
+
+    arm: str
+
+    def __post_init__(self) -> None:
+        if not self.arm.strip():
+            raise ValueError("Sensitivity.arm must say what is damaged, got an empty string")
+
+
+ContrastVerdict = Literal["for", "against", "undecided"]
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """The paired contrast of a claim: method minus null arm, per seed or per item."""
+
+    measured: Measurement
+    verdict: ContrastVerdict
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mean": _finite_or_str(self.measured.mean),
+            "values": [_finite_or_str(v) for v in self.measured.values],
+            "interval": self.measured.interval.to_json(),
+            "verdict": self.verdict,
+            "why": self.why,
+        }
+
+
+def paired_contrast(
+    rule: Rule,
+    measured: Measurement,
+    null: Measurement,
+    *,
+    given: Measurement | None = None,
+    margin: float | None = None,
+) -> Contrast | None:
+    """Method minus null arm: ``given`` (a reproduction's own paired contrast, e.g. a paired
+    bootstrap over items), else, where both are per-seed values with t intervals, the per-seed
+    differences with a t interval; ``None`` otherwise (a bootstrap over items must be paired
+    by the reproduction, which has the items) or when the rule has no direction
+    (equivalence)."""
+    if rule.op == "within":
+        return None
+    per_seed = measured.given_interval is None and null.given_interval is None
+    if given is not None:
+        diff = given
+    elif per_seed and len(measured.values) == len(null.values) >= 2:
+        diff = Measurement(tuple(a - b for a, b in zip(measured.values, null.values, strict=True)))
+    else:
+        return None
+    iv = diff.interval
+    up = rule.op in (">=", ">")
+    shown = f"{_fmt(diff.mean)} {iv}"
+    if not (math.isfinite(diff.mean) and iv.bounded):
+        return Contrast(diff, "undecided", f"contrast {shown}: no interval")
+    if (iv.low > 0) if up else (iv.high < 0):
+        return Contrast(diff, "for", f"contrast {shown} excludes 0: the method beats its null")
+    if (iv.high < 0) if up else (iv.low > 0):
+        return Contrast(diff, "against", f"contrast {shown}: the null arm does better")
+    if margin is not None and -margin <= iv.low and iv.high <= margin:
+        return Contrast(
+            diff, "against", f"contrast {shown} inside +-{_fmt(margin)}: the mechanism adds nothing"
+        )
+    return Contrast(diff, "undecided", f"contrast {shown} straddles 0")
 
 
 @dataclass(frozen=True)
@@ -424,6 +543,9 @@ class Gate:
 
     check: str
     rule: Rule | None = None
+    per_seed: bool = False
+    """Pass only when every value (each seed's) satisfies the rule, not the mean: for a claim
+    made per seed, a mean that passes while one seed fails does not open the gate."""
 
     def __post_init__(self) -> None:
         if not self.check.strip():
@@ -440,6 +562,8 @@ class Judgement:
     reason: str | None = None
     null_verdict: Verdict | None = None
     gate_passed: bool | None = None
+    contrast: Contrast | None = None
+    sensitivity_verdict: Verdict | None = None
 
 
 @dataclass(frozen=True)
@@ -469,6 +593,9 @@ class Claim:
         without it cannot be reproduced. Controls may declare one.
     gate
         A precondition (:class:`Gate`), where the setting might be unable to show the effect.
+    sensitivity
+        A damaged method the measurement must catch (:class:`Sensitivity`); required for an
+        equivalence rule (``Rule("within", margin)``).
     """
 
     id: str
@@ -481,6 +608,7 @@ class Claim:
     kind: Kind = "claim"
     null: Null | None = None
     gate: Gate | None = None
+    sensitivity: Sensitivity | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -517,11 +645,13 @@ class Claim:
 
             return SIZE_FIELD.sub(one, text)
 
-        null, gate = self.null, self.gate
+        null, gate, sens = self.null, self.gate, self.sensitivity
         if null is not None:
-            null = Null(arm=fill(null.arm), exempt=fill(null.exempt))
+            null = Null(arm=fill(null.arm), exempt=fill(null.exempt), margin=null.margin)
         if gate is not None:
-            gate = Gate(fill(gate.check), gate.rule)
+            gate = Gate(fill(gate.check), gate.rule, gate.per_seed)
+        if sens is not None:
+            sens = Sensitivity(fill(sens.arm))
         return replace(
             self,
             statement=fill(self.statement),
@@ -531,6 +661,7 @@ class Claim:
             out_of_scale=fill(self.out_of_scale),
             null=null,
             gate=gate,
+            sensitivity=sens,
         )
 
     def size_names(self) -> set[str]:
@@ -540,6 +671,8 @@ class Claim:
             texts += [self.null.arm, self.null.exempt]
         if self.gate is not None:
             texts.append(self.gate.check)
+        if self.sensitivity is not None:
+            texts.append(self.sensitivity.arm)
         return {n for t in texts if isinstance(t, str) for n in SIZE_FIELD.findall(t)}
 
     @property
@@ -553,31 +686,50 @@ class Claim:
         measured: Measurement | None,
         null: Measurement | None = None,
         gate: Measurement | None = None,
+        contrast: Measurement | None = None,
+        sensitivity: Measurement | None = None,
     ) -> Judgement:
-        """The verdict from the claim's, the null arm's and the gate's measurements."""
+        """The verdict from the claim's, the null arm's, the gate's and the sensitivity arm's
+        measurements (``contrast``: a reproduction's own paired contrast, if it gives one);
+        the order of the module docstring."""
         if self.rule is None:
             return Judgement("out of scale", "out of scale", self.out_of_scale)
         if measured is None:
             return Judgement("out of scale", "out of scale", NOT_MEASURED)
         rule_verdict = self.rule.verdict(measured)
         null_verdict = None if null is None else self.rule.verdict(null)
+        sens_verdict = None if sensitivity is None else self.rule.verdict(sensitivity)
+        pair = None
+        if null is not None and self.null is not None and self.null.arm is not None:
+            pair = paired_contrast(
+                self.rule, measured, null, given=contrast, margin=self.null.margin
+            )
         gate_passed = None
         if self.gate is not None:
             grule = self.gate_rule
             assert grule is not None
             if gate is None:
                 return Judgement(
-                    "inconclusive", rule_verdict, "gate not measured", null_verdict, None
+                    "inconclusive", rule_verdict, "gate not measured", null_verdict, None, pair
                 )
-            gate_passed = math.isfinite(gate.mean) and grule.holds(gate.mean)
+            values = gate.values if self.gate.per_seed else (gate.mean,)
+            failing = [v for v in values if not (math.isfinite(v) and grule.holds(v))]
+            gate_passed = not failing
             if not gate_passed:
+                shown = (
+                    f"{len(failing)} of {len(values)} seeds fail it (worst {_fmt(failing[0])})"
+                    if self.gate.per_seed
+                    else f"= {_fmt(gate.mean)}"
+                )
                 return Judgement(
                     "out of scale",
                     rule_verdict,
-                    f"gate failed: {self.gate.check} = {_fmt(gate.mean)}, needs "
+                    f"gate failed: {self.gate.check} {shown}, needs "
                     f"{grule.op} {_fmt(grule.threshold)}",
                     null_verdict,
                     False,
+                    pair,
+                    sens_verdict,
                 )
         passing = rule_verdict in ("reproduced", "partial")
         reason = None
@@ -592,12 +744,33 @@ class Claim:
         if passing and self.kind == "claim" and self.null is None:
             verdict, reason = "inconclusive", "no null arm declared"
         elif passing and self.null is not None and self.null.arm is not None:
+            null_passes = null_verdict in ("reproduced", "partial")
             if null is None:
                 verdict, reason = "inconclusive", "null arm not measured"
-            elif null_verdict in ("reproduced", "partial"):
+            elif pair is not None and pair.verdict == "against":
+                verdict = "not reproduced"
+                reason = f"the effect is there but the mechanism does not carry it: {pair.why}"
+            elif null_passes and pair is not None and pair.verdict == "for":
+                reason = f"null arm ({self.null.arm}) is {null_verdict} too; {pair.why}"
+            elif null_passes:
                 verdict = "inconclusive"
-                reason = f"null arm ({self.null.arm}) is {null_verdict}: {_fmt(null.mean)}"
-        return Judgement(verdict, rule_verdict, reason, null_verdict, gate_passed)
+                reason = f"null arm ({self.null.arm}) is {null_verdict}: {_fmt(null.mean)}" + (
+                    f"; {pair.why}" if pair is not None else "; no paired contrast"
+                )
+        if verdict in ("reproduced", "partial"):
+            if self.sensitivity is not None and sensitivity is None:
+                verdict, reason = "inconclusive", "sensitivity arm not measured"
+            elif self.sensitivity is not None and sens_verdict != "not reproduced":
+                verdict = "inconclusive"
+                reason = (
+                    f"sensitivity arm ({self.sensitivity.arm}) is {sens_verdict}: the "
+                    "measurement does not catch a damaged method"
+                )
+            elif self.sensitivity is None and self.rule.op == "within":
+                verdict, reason = "inconclusive", "an equivalence claim needs a sensitivity arm"
+        return Judgement(
+            verdict, rule_verdict, reason, null_verdict, gate_passed, pair, sens_verdict
+        )
 
     def rule_text(self) -> str:
         return (

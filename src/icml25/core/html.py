@@ -30,6 +30,8 @@ from icml25.core.results import (
     kind_of,
     measured_text,
     null_text,
+    published_text,
+    quick_summary,
     tally_text,
     time_line,
     verdict_counts,
@@ -50,6 +52,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 header,main{max-width:1400px;margin:0 auto;padding:0 16px}
 h1{margin:16px 0 4px}h2{margin:28px 0 4px;border-top:1px solid #ddd;padding-top:12px}
 .meta{color:#555;font-size:12px}
+td.disagrees{background:#fde0dc;font-weight:600}
 table{border-collapse:collapse;width:100%;font-size:12.5px}
 th,td{border-bottom:1px solid #e5e5e5;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f6f6f6;position:sticky;top:0}
@@ -232,6 +235,9 @@ def _rows(m: dict[str, Any], kind: str, schema2: bool) -> str:
         if schema2:
             cells += [f"<td>{_e(null_text(c))}</td>", f"<td>{_e(gate_text(c))}</td>"]
         cells.append(f'<td class="v">{_verdict_cell(c)}</td>')
+        if any(x.get("published") for x in m["claims"]):
+            flag = ' class="disagrees"' if (c.get("published") or {}).get("disagrees") else ""
+            cells.append(f"<td{flag}>{_e(published_text(c))}</td>")
         out.append(
             f'<tr id="{_e(claim_anchor(m["method"], c["id"]))}" '
             f'data-verdict="{_e(c["verdict"])}" data-method="{_e(m["method"])}">'
@@ -249,6 +255,8 @@ def _table(m: dict[str, Any], kind: str, schema2: bool) -> str:
     if schema2:
         head += ["null arm", "gate"]
     head.append("verdict")
+    if any(c.get("published") for c in m["claims"]):
+        head.append("published full run")
     title = (
         "<h3>Claims</h3>"
         if kind == "claim"
@@ -342,6 +350,9 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
         if budget == {"tiny"}
         else ""
     )
+    summary = quick_summary(results)
+    if summary is not None:
+        smoke += f"<p>{_e(summary.replace('**', ''))}</p>"
     sources = results.get("sources") or []
     provenance = (
         "<details><summary>Collected from "

@@ -74,6 +74,10 @@ def portable_text(text: str, root: Path) -> str:
 
 def _portable(results: dict[str, Any], root: Path) -> dict[str, Any]:
     out = copy.deepcopy(results)
+    out.pop("published_from", None)  # a run's comparison with an older publication
+    for m in out["methods"]:
+        for c in m["claims"]:
+            c.pop("published", None)
     out["command"] = portable_text(str(out.get("command", "")), root)
     for s in out.get("sources") or []:
         for k in ("source", "command"):

@@ -11,6 +11,8 @@ from icml25.core.results import (
     kind_of,
     measured_text,
     null_text,
+    published_text,
+    quick_summary,
     tally_text,
     time_line,
     verdict_text,
@@ -25,6 +27,7 @@ COLUMNS = (
     "null arm",
     "gate",
     "verdict",
+    "full run",
 )
 
 
@@ -34,7 +37,9 @@ def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
     rows = []
     for m in results["methods"]:
         if kind == "claim" and m.get("error") and not m["claims"]:
-            rows.append([m["method"], "—", "—", "—", "crashed before measuring", "—", "—", "error"])
+            rows.append(
+                [m["method"], "—", "—", "—", "crashed before measuring", "—", "—", "error", "—"]
+            )
         for c in m["claims"]:
             if kind_of(c) != kind:
                 continue
@@ -49,6 +54,7 @@ def claim_rows(results: dict[str, Any], kind: str = "claim") -> list[list[str]]:
                     null_text(c),
                     gate_text(c),
                     verdict_text(c),
+                    published_text(c),
                 ]
             )
     return rows
@@ -73,13 +79,17 @@ def render_markdown(results: dict[str, Any]) -> str:
             "`full` for results.",
             "",
         ]
+    summary = quick_summary(results)
+    if summary is not None:
+        lines += [summary, ""]
     lines += [f"**Verdicts:** {tally_text(results)}", ""]
     lines += [time_line(results), ""]
     lines += [
         "Each measurement carries a two-sided 90% interval (t over seeds, a bootstrap over "
-        "items, or exact); a verdict needs the whole interval past a threshold, a passing "
-        "null arm (the method without its mechanism) makes a claim inconclusive, and a failed "
-        "gate (the setting cannot show the effect) makes it out of scale.",
+        "items, or exact); a verdict needs the whole interval past a threshold; the method is "
+        "compared with its null arm (the method without its mechanism) as a paired contrast, "
+        "and a claim whose null arm also passes the rule is decided only when the contrast "
+        "excludes 0; a failed gate (the setting cannot show the effect) makes it out of scale.",
         "",
     ]
     for kind in ("claim", "control"):
@@ -194,7 +204,9 @@ def print_table(results: dict[str, Any], console: Any = None) -> None:
         table = Table(title=title, show_lines=False)
         for col in COLUMNS:
             table.add_column(kind if col == "id" else col, overflow="fold")
+        at = COLUMNS.index("verdict")
         for row in rows:
-            verdict = row[-1].split(" (")[0]
-            table.add_row(*row[:-1], f"[{style.get(verdict, '')}]{row[-1]}[/]")
+            verdict = row[at].split(" (")[0]
+            cells = [*row[:at], f"[{style.get(verdict, '')}]{row[at]}[/]", *row[at + 1 :]]
+            table.add_row(*cells)
         console.print(table)

@@ -12,6 +12,11 @@ verdict tally, collecting several runs into one, and the text of a measurement.
                               "rule", "rule_verdict", "verdict", "reason": str | null,
                               "null": {"arm", "measured", "interval", "verdict"}
                                       | {"exempt": reason} | null,
+                              "contrast": {"mean", "values", "interval", "verdict":
+                                           "for" | "against" | "undecided", "why"}
+                                          (method minus null arm; where computed),
+                              "sensitivity": {"arm", "measured", "interval", "verdict"}
+                                             (only where declared),
                               "gate": {"check", "rule", "measured", "interval",
                                        "passed": bool | null}   (only where declared)}],
                   "figures": [paths relative to the report folder], "notes": [str],
@@ -130,11 +135,35 @@ def null_text(claim: dict[str, Any]) -> str:
     """The null arm in a cell: its value and verdict, an exemption, or a dash."""
     null = claim.get("null")
     if not null:
-        return "—"
+        return f"— ; sensitivity {sensitivity_text(claim)}" if claim.get("sensitivity") else "—"
     if "exempt" in null:
-        return f"exempt: {null['exempt']}"
+        text = f"exempt: {null['exempt']}"
+        return text + (
+            f"; sensitivity {sensitivity_text(claim)}" if claim.get("sensitivity") else ""
+        )
     value = measured_text(null.get("measured"), null.get("interval"))
-    return f"{null['arm']}: {value} → {null.get('verdict') or 'not measured'}"
+    text = f"{null['arm']}: {value} → {null.get('verdict') or 'not measured'}"
+    text += f"; {contrast_text(claim)}" if claim.get("contrast") else ""
+    return text + (f"; sensitivity {sensitivity_text(claim)}" if claim.get("sensitivity") else "")
+
+
+def contrast_text(claim: dict[str, Any]) -> str:
+    """The paired contrast (method minus null arm) in a cell, or a dash."""
+    c = claim.get("contrast")
+    if not c:
+        return "—"
+    iv = c.get("interval") or {}
+    shown = measured_text({"values": c.get("values") or [c["mean"]]}, iv)
+    return f"method − null {shown}: {c['verdict']}"
+
+
+def sensitivity_text(claim: dict[str, Any]) -> str:
+    """The sensitivity arm in a cell, or a dash."""
+    s = claim.get("sensitivity")
+    if not s:
+        return "—"
+    value = measured_text(s.get("measured"), s.get("interval"))
+    return f"{s['arm']}: {value} → {s.get('verdict') or 'not measured'}"
 
 
 def gate_text(claim: dict[str, Any]) -> str:
@@ -344,6 +373,87 @@ def moved_verdicts(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, s
                     }
                 )
     return moved
+
+
+PASSING = ("reproduced", "partial")
+UNDECIDED = ("inconclusive", "out of scale")
+
+
+def beside_published(results: dict[str, Any], published: dict[str, Any], source: str) -> None:
+    """Put each claim's verdict in the published full results beside this run's, in place:
+    ``claim["published"] = {"verdict", "measured", "interval", "disagrees"}`` where the
+    published results have the claim, and ``results["published_from"]`` says where they came
+    from. A claim *disagrees* only when both verdicts are decided and opposite (reproduced or
+    partial against not reproduced): an undecided verdict on either side is no disagreement."""
+    full = {(m["method"], c["id"]): c for m in published.get("methods", []) for c in m["claims"]}
+    for m in results["methods"]:
+        for c in m["claims"]:
+            f = full.get((m["method"], c["id"]))
+            if f is None:
+                continue
+            here, there = c["verdict"], f["verdict"]
+            disagrees = (here in PASSING and there == "not reproduced") or (
+                here == "not reproduced" and there in PASSING
+            )
+            c["published"] = {
+                "verdict": there,
+                "measured": f.get("measured"),
+                "interval": f.get("interval"),
+                "disagrees": disagrees,
+            }
+    results["published_from"] = {
+        "source": source,
+        "created": published.get("created"),
+        "tally": tally_text(published),
+    }
+
+
+def published_text(claim: dict[str, Any]) -> str:
+    """The published full run's verdict of a claim, flagged where it disagrees."""
+    p = claim.get("published")
+    if not p:
+        return "—"
+    return f"{p['verdict']}{' (disagrees)' if p.get('disagrees') else ''}"
+
+
+def quick_summary(results: dict[str, Any]) -> str | None:
+    """What a run that is not the full budget can decide, beside the published full results
+    (``None`` for a full run or without published results)."""
+    budgets = {m["budget"] for m in results["methods"]}
+    pub = results.get("published_from")
+    if budgets == {"full"} or pub is None:
+        return None
+    rows = [
+        (m["method"], c) for m in results["methods"] for c in m["claims"] if kind_of(c) == "claim"
+    ]
+    undecided = sum(c["verdict"] in UNDECIDED for _, c in rows)
+    confirmed = sum(
+        1
+        for _, c in rows
+        if c.get("published")
+        and c["verdict"] != "inconclusive"
+        and c["verdict"] != "out of scale"
+        and (c["verdict"] in PASSING) == (c["published"]["verdict"] in PASSING)
+        and c["published"]["verdict"] not in UNDECIDED
+    )
+    bad = [
+        f"{slug}.{c['id']} ({c['verdict']} here, {c['published']['verdict']} in the full run)"
+        for slug, c in ((m["method"], c) for m in results["methods"] for c in m["claims"])
+        if c.get("published", {}).get("disagrees")
+    ]
+    text = (
+        f"**This run's budget ({', '.join(sorted(budgets))}) is too small to decide most "
+        f"claims:** {undecided} of {len(rows)} are inconclusive or out of scale here. Beside "
+        f"each verdict stands the published full run's ({pub['source']}, {pub['tally']}); "
+        f"{confirmed} claims are decided here the same way as there. "
+    )
+    if bad:
+        return (
+            text
+            + f"**{len(bad)} disagree** (decided here opposite to there): "
+            + ("; ".join(bad) + ".")
+        )
+    return text + "No decided verdict here contradicts a decided one there."
 
 
 def tally_text(results: dict[str, Any]) -> str:

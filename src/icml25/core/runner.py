@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from icml25.core.claims import Claim, Measurement, Rule, gate_key, null_key
+from icml25.core.claims import (
+    Claim,
+    Measurement,
+    Rule,
+    contrast_key,
+    gate_key,
+    null_key,
+    sensitivity_key,
+)
 from icml25.core.registry import Method
 
 T = TypeVar("T")
@@ -178,17 +186,21 @@ def run_method(
 
 
 def expected_keys(claims: Sequence[Claim]) -> set[str]:
-    """The keys ``reproduce`` may return: claim ids, and null arms and gates they declare."""
+    """The keys ``reproduce`` may return: claim ids, and the null arms (with their paired
+    contrasts), gates and sensitivity arms they declare."""
     keys = {c.id for c in claims}
-    keys |= {null_key(c.id) for c in claims if c.null is not None and c.null.arm is not None}
+    with_null = [c.id for c in claims if c.null is not None and c.null.arm is not None]
+    keys |= {null_key(i) for i in with_null} | {contrast_key(i) for i in with_null}
     keys |= {gate_key(c.id) for c in claims if c.gate is not None}
+    keys |= {sensitivity_key(c.id) for c in claims if c.sensitivity is not None}
     return keys
 
 
 def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -> dict[str, Any]:
-    """One claim's row of ``results.json`` (schema in :mod:`icml25.core.report`)."""
+    """One claim's row of ``results.json`` (schema in :mod:`icml25.core.results`)."""
     m, nm, gm = measured.get(c.id), measured.get(null_key(c.id)), measured.get(gate_key(c.id))
-    j = c.judge(m, nm, gm)
+    cm, sm = measured.get(contrast_key(c.id)), measured.get(sensitivity_key(c.id))
+    j = c.judge(m, nm, gm, cm, sm)
     row: dict[str, Any] = {
         "id": c.id,
         "kind": c.kind,
@@ -214,6 +226,15 @@ def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -
             "interval": nm.interval.to_json() if nm is not None else None,
             "verdict": j.null_verdict,
         }
+        if j.contrast is not None:
+            row["contrast"] = j.contrast.to_json()
+    if c.sensitivity is not None:
+        row["sensitivity"] = {
+            "arm": c.sensitivity.arm,
+            "measured": sm.to_json() if sm is not None else None,
+            "interval": sm.interval.to_json() if sm is not None else None,
+            "verdict": j.sensitivity_verdict,
+        }
     if c.gate is not None:
         grule = c.gate_rule
         row["gate"] = {
@@ -223,6 +244,8 @@ def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -
             "interval": gm.interval.to_json() if gm is not None else None,
             "passed": j.gate_passed,
         }
+        if c.gate.per_seed:
+            row["gate"]["per_seed"] = True
     return row
 
 
