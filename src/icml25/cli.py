@@ -130,6 +130,21 @@ def _parser() -> argparse.ArgumentParser:
         help="the published results (default docs/reproduction/results.json)",
     )
     rd.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    pw = sub.add_parser(
+        "power",
+        help="seed counts for confirmatory full runs from a pilot's per-seed spread "
+        "(writes Markdown)",
+    )
+    pw.add_argument(
+        "--results",
+        type=Path,
+        default=Path("docs/reproduction/results.json"),
+        help="the pilot (default: the published full results)",
+    )
+    pw.add_argument("--out", type=Path, default=Path("docs/power.md"))
+    pw.add_argument(
+        "--budget-seconds", type=float, default=3600.0, help="a full run's time (default 1 h)"
+    )
     loc = sub.add_parser("localize", help="OrcaLoca: the code locations an issue is about")
     from icml25.orcaloca.cli import add_arguments as add_localize_arguments
 
@@ -317,6 +332,20 @@ def cmd_readme(args: argparse.Namespace) -> int:
     return 1 if args.check and changed else 0
 
 
+def cmd_power(args: argparse.Namespace) -> int:
+    from icml25.core.power import render
+
+    try:
+        pilot = res.load_results(args.results)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(pilot, args.budget_seconds))
+    print(f"written: {args.out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
@@ -330,6 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_seed(args)
     if args.command == "readme":
         return cmd_readme(args)
+    if args.command == "power":
+        return cmd_power(args)
     if args.command == "localize":
         from icml25.orcaloca.cli import run_from_args
 
