@@ -545,3 +545,19 @@ def test_use_cca_refuses_what_is_not_a_hf_decoder():
 
     with pytest.raises(TypeError, match="needs a loaded Hugging Face transformers decoder"):
         use_cca(torch.nn.Linear(2, 2), group_size=2, window=2)
+
+
+def test_strided_views_give_the_numbers_of_contiguous_inputs():
+    """A query, key or value whose last dimension is not contiguous (a transposed view) once
+    came back off by up to 3.7e19; SDPA handles such views, and so must the kernel."""
+    import torch
+
+    from icml25.cca_attention import cca_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 40, 8, generator=g) for _ in range(3))
+    want = cca_attention(q, k, v, group_size=4, window=8, is_causal=True)
+    views = [t.transpose(-1, -2).contiguous().transpose(-1, -2) for t in (q, k, v)]
+    assert all(t.stride(-1) != 1 for t in views)
+    got = cca_attention(*views, group_size=4, window=8, is_causal=True)
+    assert torch.allclose(got, want, atol=1e-6)

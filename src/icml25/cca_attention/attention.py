@@ -191,6 +191,9 @@ def cca_attention(
     if dtype in (torch.float16, torch.bfloat16):
         query, key, value = query.float(), key.float(), value.float()
     key, value = expand_kv(query, key, value)
+    # the kernel indexes raw storage: a strided view (a transposed last dimension) would read
+    # the wrong numbers, so views are made contiguous (no copy when they already are)
+    query, key, value = query.contiguous(), key.contiguous(), value.contiguous()
     scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else float(scale)
     nq = _block_rows(group_size, window, block_size)
     out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory)
