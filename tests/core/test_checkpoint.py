@@ -77,3 +77,32 @@ def test_seed_command_refuses_a_method_without_one_seed(tmp_path, capsys):
     assert main(["seed", "pan_privacy", "0", "--out", str(tmp_path)]) == 2
     assert "does not checkpoint single seeds" in capsys.readouterr().err
     assert main(["seed", "no_such_method", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_resume_reuses_a_method_that_ran_fewer_seeds_than_asked_and_skips_damaged_files(tmp_path):
+    from icml25.core.runner import save_entry, saved_entry
+
+    entry = {"method": "m", "budget": "quick", "seeds": [0], "requested_seeds": [0, 1, 2],
+             "claims": [], "error": None}  # fmt: skip
+    save_entry(tmp_path, entry)
+    assert saved_entry(tmp_path, "m", "quick", [0, 1, 2]) == entry
+    assert saved_entry(tmp_path, "m", "quick", [0]) is None
+    assert saved_entry(tmp_path, "m", "full", [0, 1, 2]) is None
+    for damage in (b"\x00\xff garbage", b"[1, 2]", b'{"method": "m", "budget": "quick"}', b""):
+        (tmp_path / "m" / "result.json").write_bytes(damage)
+        assert saved_entry(tmp_path, "m", "quick", [0, 1, 2]) is None
+
+
+def test_results_json_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    from icml25.core.results import write_results
+
+    write_results({"schema": 2, "methods": []}, tmp_path)
+    before = (tmp_path / "results.json").read_bytes()
+
+    def boom(*_a):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.fsync", boom)
+    with pytest.raises(OSError):
+        write_results({"schema": 2, "methods": [{"x": 1}]}, tmp_path)
+    assert (tmp_path / "results.json").read_bytes() == before

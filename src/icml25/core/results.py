@@ -4,7 +4,7 @@ verdict tally, collecting several runs into one, and the text of a measurement.
 ``results.json`` (schema 2)::
 
     {"schema": 2, "created": ISO time, "command": str, "environment": {...},
-     "methods": [{"method", "paper", "budget", "seeds", "wall_s",
+     "methods": [{"method", "paper", "budget", "seeds" (run), "requested_seeds", "wall_s",
                   "claims": [{"id", "kind": "claim" | "control", "statement", "where",
                               "metric", "paper_value",
                               "measured": {"mean", "std", "n", "values"} | null,
@@ -102,9 +102,12 @@ def build_results(methods: list[dict[str, Any]], command: str) -> dict[str, Any]
 
 
 def write_results(results: dict[str, Any], out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write ``out_dir/results.json`` through a temporary file and a rename: a write that fails
+    (a full disk) leaves the earlier file whole."""
+    from icml25.core.runner import atomic_write_bytes
+
     path = out_dir / "results.json"
-    path.write_text(json.dumps(results, indent=2))
+    atomic_write_bytes(path, json.dumps(results, indent=2).encode())
     return path
 
 

@@ -172,7 +172,7 @@ def run_method(
         raise
     except Exception:
         error = traceback.format_exc()
-    return make_entry(
+    entry = make_entry(
         method,
         budget=budget,
         seeds=sorted(ctx.ran_seeds) or seeds,
@@ -183,6 +183,8 @@ def run_method(
         figures=ctx.figures,
         notes=ctx.notes,
     )
+    entry["requested_seeds"] = list(seeds)  # what resume compares (seeds: what ran)
+    return entry
 
 
 def expected_keys(claims: Sequence[Claim]) -> set[str]:
@@ -283,21 +285,23 @@ def make_entry(
 def saved_entry(
     out_dir: Path, slug: str, budget: str, seeds: Sequence[int]
 ) -> dict[str, Any] | None:
-    """A finished, crash-free entry saved by an earlier (interrupted) run with the same settings."""
+    """A finished, crash-free entry saved by an earlier (interrupted) run with the same settings:
+    the same budget and the same requested seeds (a budget may run fewer or more seeds than
+    requested; ``requested_seeds`` records what was asked). A file that is damaged, not an
+    entry, or from other settings is ignored: the method runs again."""
     path = out_dir / slug / "result.json"
-    if not path.exists():
-        return None
     try:
-        entry: dict[str, Any] = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        entry = json.loads(path.read_bytes())
+    except (OSError, ValueError):
         return None
-    same = entry.get("budget") == budget and entry.get("seeds") == list(seeds)
+    if not isinstance(entry, dict) or not isinstance(entry.get("claims"), list):
+        return None
+    asked = entry.get("requested_seeds", entry.get("seeds"))
+    same = entry.get("budget") == budget and asked == [int(s) for s in seeds]
     return entry if same and not entry.get("error") else None
 
 
 def save_entry(out_dir: Path, entry: dict[str, Any]) -> None:
-    folder = out_dir / entry["method"]
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "result.json.tmp"
-    tmp.write_text(json.dumps(entry, indent=2))
-    tmp.replace(folder / "result.json")
+    """Save a method's entry as ``out_dir/<method>/result.json``, atomically."""
+    data = json.dumps(entry, indent=2).encode()
+    atomic_write_bytes(out_dir / entry["method"] / "result.json", data)
