@@ -399,9 +399,11 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
         f'<p class="small">Per method: {_e(per_method)}.</p>',
         "<p class='small'>Each measurement carries a two-sided 90% interval (t over seeds, a "
         "bootstrap over items, or exact). A verdict needs the whole interval past a threshold; "
-        "an interval that straddles one is <i>inconclusive</i>; a null arm (the method without "
-        "its mechanism) that passes the rule makes a claim inconclusive; a failed gate (the "
-        "setting cannot show the effect) makes it <i>out of scale</i>. In each panel: the bar "
+        "an interval that straddles one is <i>inconclusive</i>. The method is compared with its "
+        "null arm (the method without its mechanism) as a paired contrast: a claim whose null "
+        "arm also passes the rule is decided only when the contrast excludes 0, and a contrast "
+        "on the wrong side makes it <i>not reproduced</i>; a failed gate (the setting cannot "
+        "show the effect) makes it <i>out of scale</i>. In each panel: the bar "
         "is the interval, the dot its mean, the solid line the threshold, the dashed line the "
         "partial threshold, the tint the passing side, the diamond the null arm.</p>",
         '<nav class="toc">'
