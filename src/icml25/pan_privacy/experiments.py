@@ -5,6 +5,9 @@
 - **Counting** (part 1): :func:`event_stream` draws a device's events; :func:`counting` runs
   ``n`` devices with real secp256k1 ElGamal over one horizon (or, as the null arm, devices
   that ignore their events) and decrypts and debiases their reports.
+- **The damaged counters** (the T-ratio claims' sensitivity arms): :func:`damaged_counting`
+  runs the information-theoretic switch (its error grows with T) or the per-step-budget
+  counter (its error shrinks with T) on the same kind of streams and scores them the same way.
 - **The intruder game** (part 2): :func:`game` reads a method's state at two unannounced times
   in each world; :func:`advantages` scores the three adversaries.
 - **Per run**: :func:`run_seeds` runs both parts on every seed, :func:`pooled` pools the
@@ -21,22 +24,35 @@ from typing import Any
 
 import numpy as np
 
-from icml25.core.claims import Measurement, null_key
+from icml25.core.claims import Measurement, null_key, sensitivity_key
 from icml25.core.runner import RunContext
 from icml25.pan_privacy.baselines import (
+    NoisySwitchDevice,
     OneShotPanPrivateBit,
+    PerStepBudgetCounter,
     PlaintextCounter,
     RerandomizeOnEventDevice,
+    switch_signal,
 )
 from icml25.pan_privacy.claims import CLAIMS
 from icml25.pan_privacy.elgamal import keygen
-from icml25.pan_privacy.protocol import PanPrivateDevice, Server, estimate_count
+from icml25.pan_privacy.protocol import (
+    PanPrivateDevice,
+    Server,
+    estimate_count,
+    keep_probability,
+)
 
 EPSILON = 1.0
 GROUPS = 20
 """The devices of a counting run are split into this many groups (the T ratio's items)."""
 METHODS = ("protocol", "rerandomize on event", "plaintext", "one-shot pan-private bit")
 """The intruder game's methods: the protocol, then the three naive controls."""
+DAMAGED = {
+    "error_independent_of_T": "noisy switch",
+    "error_not_smaller_for_large_T": "per-step budget",
+}
+"""The sensitivity arm of each T-ratio claim (a counter of :mod:`.baselines`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +121,42 @@ def counting(cfg: Budget, seed: int, T: int, *, ignore_events: bool = False) -> 
     }
 
 
+def damaged_counting(cfg: Budget, seed: int, T: int, arm: str) -> list[float]:
+    """The standardised group errors of a damaged counter over ``cfg.n`` devices, scored as
+    :func:`counting` scores the protocol: per group, ``(n_hat - truth) / se`` with ``se`` the
+    protocol's randomized-response standard error for the group's size (so that a counter
+    whose error grows with T shows it). ``arm``: ``"noisy switch"`` (the report keeps its seen
+    bit w.p. ``(1 + s_T) / 2``, ``s_T`` = :func:`switch_signal`; ``n_hat = (sum y - m (1 -
+    s_T) / 2) / s_T``) or ``"per-step budget"`` (each device's mean of ``T`` randomized
+    responses, debiased like one)."""
+    if arm not in DAMAGED.values():
+        raise ValueError(f"arm must be one of {sorted(DAMAGED.values())}, got {arm!r}")
+    rng = random.Random(f"pan-privacy-sensitivity/{arm}/{seed}/{T}")
+    p = keep_probability(EPSILON)
+    signal = switch_signal(T, EPSILON) if arm == "noisy switch" else 2 * p - 1
+    if signal == 0.0:  # tanh(eps/2)^(T+1) underflows past T ~ 900 at eps = 1
+        raise ValueError(f"the noisy switch's report carries no usable signal at T={T}")
+    truth, values = [], []
+    for _ in range(cfg.n):
+        stream = event_stream(rng, T)
+        truth.append(int(any(stream)))
+        if arm == "noisy switch":
+            dev = NoisySwitchDevice(EPSILON, rng)
+            dev.run(stream)
+            values.append(float(dev.report()))
+        else:
+            counter = PerStepBudgetCounter(EPSILON, rng)
+            counter.run(stream)
+            values.append(float(np.mean(counter.report())))
+    out = []
+    for idx in np.array_split(np.arange(cfg.n), GROUPS):
+        m = len(idx)
+        count = (sum(values[i] for i in idx) - m * (1 - signal) / 2) / signal
+        se = estimate_count([0] * m, EPSILON).stderr
+        out.append((count - sum(truth[i] for i in idx)) / se)
+    return out
+
+
 def advantages(views: dict[int, list[tuple[bytes, bytes]]]) -> dict[str, float]:
     def guess_changed(a: bytes, b: bytes) -> bool:
         return a != b
@@ -159,18 +211,21 @@ def game(cfg: Budget, seed: int, method: str) -> dict[str, float]:
 class Runs:
     """What :func:`run_seeds` measured: ``out`` holds the per-seed values of the claims and
     null arms, ``runs`` the counting runs by (seed, T), ``games`` the adversaries' advantages by
-    (seed, method), and the null arm's decrypted bits and truths per seed."""
+    (seed, method), the null arm's decrypted bits and truths per seed, and the damaged
+    counters' standardised group errors by (arm, seed, T)."""
 
     out: dict[str, list[float]]
     runs: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     games: dict[tuple[int, str], dict[str, float]] = field(default_factory=dict)
     null_bits: list[list[int]] = field(default_factory=list)
     null_truth: list[list[int]] = field(default_factory=list)
+    damaged: dict[tuple[str, int, int], list[float]] = field(default_factory=dict)
 
 
 def run_seeds(ctx: RunContext, cfg: Budget) -> Runs:
     """Per seed: the counting runs at every horizon, the null arm (devices that ignore their
-    events, at the shortest horizon) and the intruder game of every method."""
+    events, at the shortest horizon), the damaged counters at every horizon and the intruder
+    game of every method."""
     out: dict[str, list[float]] = {c.id: [] for c in CLAIMS if c.rule is not None}
     for key in ("reports_decrypt_to_rr_bit", "estimate_unbiased", "rr_ratio"):
         out[null_key(key)] = []
@@ -193,6 +248,10 @@ def run_seeds(ctx: RunContext, cfg: Budget) -> Runs:
         out[null_key("estimate_unbiased")].append(abs(null["z"]))
         r.null_bits.append(null["bits"])
         r.null_truth.append(null["truth"])
+        for arm in DAMAGED.values():
+            ctx.progress(f"seed {seed}: sensitivity arm, {arm}, {cfg.n} devices per horizon")
+            for T in cfg.horizons:
+                r.damaged[(arm, seed, T)] = damaged_counting(cfg, seed, T, arm)
         for method in METHODS:
             ctx.progress(f"seed {seed}: intruder game, {method} ({2 * cfg.trials} trials)")
             games[(seed, method)] = game(cfg, seed, method)
@@ -241,6 +300,11 @@ def measurements(cfg: Budget, seeds: tuple[int, ...], r: Runs) -> dict[str, Any]
     assert abs(t_ratio(pairs) - ratio) < 1e-9
     res["error_independent_of_T"] = Measurement.bootstrap([pairs], statistic=t_ratio)
     res["error_not_smaller_for_large_T"] = res["error_independent_of_T"]
+    for claim_id, arm in DAMAGED.items():  # the same ratio, bootstrap and groups
+        rows = np.concatenate(
+            [np.array([r.damaged[(arm, s, T)] for T in cfg.horizons]).T for s in seeds]
+        )
+        res[sensitivity_key(claim_id)] = Measurement.bootstrap([rows], statistic=t_ratio)
 
     def rr_error(rows: np.ndarray) -> float:  # rows: (bit, truth) per device
         b, t = rows[:, 0], rows[:, 1]
@@ -273,6 +337,16 @@ def report_lines(cfg: Budget, seeds: tuple[int, ...], r: Runs) -> list[str]:
         + ", ".join(f"T={T}: {v:.3f}" for T, v in rms.items())
         + f" (1 expected); randomized-response ratio {rr:.3f} vs e^eps = {math.exp(EPSILON):.3f}."
     )
+    for arm in DAMAGED.values():
+        arm_rms = {
+            T: math.sqrt(np.mean([g**2 for s in seeds for g in r.damaged[(arm, s, T)]]))
+            for T in cfg.horizons
+        }
+        lines.append(
+            f"- Sensitivity arm ({arm}), same score: "
+            + ", ".join(f"T={T}: {v:.4g}" for T, v in arm_rms.items())
+            + "."
+        )
     lines.append("")
     lines.append("| seed | method | " + " | ".join(next(iter(games.values()))) + " |")
     lines.append("|---|---|" + "---|" * len(next(iter(games.values()))))

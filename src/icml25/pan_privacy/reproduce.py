@@ -3,7 +3,10 @@
 1. COUNTNONZERO over ``n`` devices with real secp256k1 ElGamal, horizons T = 10 and 100: every
    decrypted report against the device's randomized-response bit (audit tap), the estimate
    against the truth in standard errors, the error's dependence on T (20 groups of devices per
-   run), and the empirical randomized-response ratio against ``e^eps``.
+   run), and the empirical randomized-response ratio against ``e^eps``. The T ratio's
+   sensitivity arms, scored the same way on their own devices: the noisy switch (an
+   information-theoretic pan-private counter, error growing with T) and the per-step-budget
+   counter (error shrinking with T).
 2. The intruder game: the adversary reads the device state at two unannounced times
    ``t1 < t2`` and guesses whether an event happened in between (world 1: one event in
    ``(t1, t2]``; world 0: none). Three simple adversaries (state changed; some byte position
