@@ -142,3 +142,46 @@ def test_one_seed_computes_the_checkpoint_reproduce_reuses(monkeypatch, tmp_path
     assert len(calls) == 3  # (C) included: the tiny budget runs it on its one seed
     R.run_seed(RunContext(budget="tiny", seeds=(0,), out_dir=tmp_path), 0, with_bnn=True)
     assert len(calls) == 3  # reused
+
+
+def test_paired_contrasts_of_the_bootstrapped_claims_are_claim_minus_null() -> None:
+    """Issue 66: where a claim and its null arm are bootstraps over items (one seed in (B) and
+    (C), always in (A)), the reproduction returns their paired contrast itself; its values are
+    the claim's minus the null arm's on the same items, and with three seeds (B) leaves the
+    pairing to the engine (per-seed t)."""
+    from icml25.core.claims import contrast_key, null_key
+
+    one = LR.lr_measurements([_fake_lr(0)])
+    for cid in LR.LR_WITH_NULL:
+        c = one[contrast_key(cid)]
+        assert c.interval.method.startswith("bootstrap"), cid
+        assert c.values[0] == pytest.approx(one[cid].values[0] - one[null_key(cid)].values[0])
+    three = LR.lr_measurements([_fake_lr(s) for s in range(3)])
+    assert not any(k.endswith("/contrast") for k in three)
+    assert set(LR.LR_WITH_NULL) >= {"lr_nll_contaminated", "lr_ece_contaminated"}
+
+    rng = np.random.default_rng(1)
+    seed = {"mean": {}, "prec": {}, "exact_err": 0.0, "damped_err": 0.1, "rounds": 5}
+    seed["client_ar_rounds"] = 31
+    for cell, methods in LOC.CLAIM_CELLS.items():
+        for m in methods:
+            seed["mean"][(*cell, m)] = rng.normal(0.3, 0.2, 4)
+    for m in LOC.LOCATION_METHODS:
+        seed["prec"][(0.2, LOC.BROAD, m)] = rng.uniform(100, 200, 4)
+    loc = LOC.location_measurements([seed], n_boot=200)
+    for cid in ("imq_cuts_outlier_bias", "ar_cuts_prior_bias"):
+        want = loc[cid].values[0] - loc[null_key(cid)].values[0]
+        assert loc[contrast_key(cid)].values[0] == pytest.approx(want), cid
+
+    n = 50
+    arms = ("FedGVI-GCE+AR", "FedGVI-GCE(1.0)+AR", "PVI", BNN.BNN_NULL, "FedAvg")
+    c = {f"{a}|correct": (rng.random(n) < 0.7).astype(float) for a in arms}
+    c["FedAvg early-stopped|correct"] = (rng.random(n) < 0.6).astype(float)
+    for key in list(c):
+        c[key.removesuffix("|correct")] = 100 * float(c[key].mean())
+    got = BNN._bnn_contrast([c], ("FedGVI-GCE+AR", "PVI"), (BNN.BNN_NULL, "PVI"), 200)
+    want = (
+        BNN._bnn_diff([c], "FedGVI-GCE+AR", "PVI", 200).values[0]
+        - BNN._bnn_diff([c], BNN.BNN_NULL, "PVI", 200).values[0]
+    )
+    assert got.values[0] == pytest.approx(want)

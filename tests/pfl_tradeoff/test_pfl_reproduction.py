@@ -32,6 +32,54 @@ def test_no_pull_scores_every_lambda_arm_as_local_training() -> None:
     assert E._interior(E._no_pull(rows, 2), 2) == pytest.approx(-5.0)
 
 
+def _cnn_table(accs: dict[int, list[float]]) -> dict[int, list[tuple[float, float, float]]]:
+    """A CNN sweep: per c, rows local, the CNN's fixed lambdas and FedAvg with these accuracies."""
+    lams = [0.0, *E.CNN_LAMBDAS, np.inf]
+    return {c: [(lam, a, 0.0) for lam, a in zip(lams, acc, strict=True)] for c, acc in accs.items()}
+
+
+def _cnn_moves(table: dict[int, list[tuple[float, float, float]]]) -> tuple[float, float]:
+    """(image_cnn_best_lambda_moves_with_c, its null) from one seed's CNN table."""
+    im = {"logreg": _LR_TABLE, "cnn": table}
+    out = E.image_measurements(im)
+    return out["image_cnn_best_lambda_moves_with_c"], out["image_cnn_best_lambda_moves_with_c/null"]
+
+
+_LR_TABLE = {
+    c: [(lam, 50.0 + i, 0.0) for i, lam in enumerate([0.0, *E.IMG_LAMBDAS, np.nan, np.inf])]
+    for c in (2, 6, 10)
+}
+
+
+def test_cnn_moves_statistic_reads_the_lambda_grid_so_the_ends_only_null_cannot_pass() -> None:
+    """Issue 66: with the ends crossing (local best at c = 2, FedAvg at 6 and 10) the old
+    whole-axis statistic gave the no-pull null 0.866 > 0.7; on FedCLUP's lambda grid alone the
+    null's lambda arms tie at every c, so it scores 0, while a best lambda that grows scores 1."""
+    moving = _cnn_table(
+        {
+            2: [95.0, 94.0, 93.0, 92.0, 80.0],
+            6: [80.0, 82.0, 84.0, 83.0, 85.0],
+            10: [70.0, 72.0, 74.0, 76.0, 78.0],
+        }
+    )
+    value, null = _cnn_moves(moving)
+    assert value == pytest.approx(1.0)
+    assert null == 0.0
+    # the old statistic on the same sweep: the ends alone reach 0.866
+    nulls = {c: E._no_pull(moving[c], len(E.CNN_LAMBDAS)) for c in moving}
+    old = E._spearman(list(nulls), [E._best_position(nulls[c]) for c in nulls])
+    assert old == pytest.approx(np.sqrt(3) / 2)
+    # a best lambda that shrinks as c grows fails the rule although the ends still cross
+    shrinking = _cnn_table(
+        {
+            2: [95.0, 90.0, 91.0, 93.0, 80.0],
+            6: [80.0, 82.0, 84.0, 83.0, 85.0],
+            10: [70.0, 76.0, 74.0, 72.0, 78.0],
+        }
+    )
+    assert _cnn_moves(shrinking)[0] == pytest.approx(-1.0)
+
+
 def test_fixed_lambda_is_the_rule_at_the_middle_heterogeneity() -> None:
     assert E.FIXED_LAMBDA == pytest.approx(5 / (50 * 0.25))
 

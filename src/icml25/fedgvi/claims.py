@@ -1,6 +1,8 @@
 """FedGVI's claims: the paper's robustness claims in three settings, each with its rule, null
 arm and gate, and the controls this reproduction adds. The rules come from the brief and were
-fixed before the first run; the settings they are measured in are in
+fixed before the first run; issue 66 removed the partial bands that admitted no effect (or a
+worse one) from the directional claims, citing the paper's words in their metrics (README,
+"Differs from the paper"); the settings they are measured in are in
 :mod:`icml25.fedgvi.reproduce` (the protocol) and the ``experiments_*`` modules.
 
 - (A) the contaminated 1-D Gaussian location model: ``pvi_exact``, ``imq_cuts_outlier_bias``,
@@ -83,9 +85,11 @@ CLAIMS = (
         "KL under a confident wrong prior.",
         where="Prior-misspecification experiments; brief's pass criterion",
         metric="bias(FedGVI-AR) / bias(PVI), clean data, prior N(3, 0.1) (mean biases over "
-        "the data sets)",
+        "the data sets); the brief's 'less prior bias than KL' is a ratio strictly below 1 "
+        "(the partial band), the pre-set 0.9 a visible cut (reproduced); the paired contrast "
+        "with the alpha -> 1 arm, bootstrapped over the data sets, decides against the null",
         paper_value="< 1",
-        rule=Rule("<=", 0.9, partial=1.0),
+        rule=Rule("<", 0.9, partial=1.0),
         null=Null(arm="alpha -> 1 (alpha = 1.001: the alpha-Renyi divergence tends to the KL)"),
         gate=Gate(
             "the wrong prior moves PVI: mean |E_q[theta] under N(3, 0.1) - under N(0, 10)|, "
@@ -149,9 +153,11 @@ CLAIMS = (
         id="lr_nll_contaminated",
         statement="Under contamination the robust loss improves the predictive NLL.",
         where="Logistic-regression experiments (NLL)",
-        metric="test NLL of FedGVI-GCE - PVI's, contaminated, mean over priors",
+        metric="test NLL of FedGVI-GCE - PVI's, contaminated, mean over priors; 'improves' "
+        "is a difference strictly below 0 (no partial band: the paper states a direction, "
+        "no margin)",
         paper_value="< 0",
-        rule=Rule("<=", 0.0, partial=0.02),
+        rule=Rule("<", 0.0),
         null=Null(arm=LR_NULL_ARM),
         gate=Gate(
             "the contamination raises PVI's test NLL (contaminated - clean > 0, mean over priors)",
@@ -162,9 +168,11 @@ CLAIMS = (
         id="lr_ece_contaminated",
         statement="Under contamination the robust loss is better calibrated.",
         where="Logistic-regression experiments (calibration)",
-        metric="test ECE of FedGVI-GCE - PVI's, points, contaminated, mean over priors",
+        metric="test ECE of FedGVI-GCE - PVI's, points, contaminated, mean over priors; "
+        "'better calibrated' is a difference strictly below 0 (no partial band: the paper "
+        "states a direction, no margin)",
         paper_value="< 0",
-        rule=Rule("<=", 0.0, partial=1.0),
+        rule=Rule("<", 0.0),
         null=Null(arm=LR_NULL_ARM),
         gate=Gate(
             "the contamination raises PVI's test ECE (contaminated - clean > 0, mean over priors)",
@@ -188,9 +196,10 @@ CLAIMS = (
         where="BNN experiments on MNIST / Fashion-MNIST with 10-20% flipped labels; the "
         "official runs' GCE with alpha-Renyi(2.5) at the clients",
         metric="test accuracy of FedGVI (GCE delta 0.5 + client AR 2.5) - PVI's, points, "
-        "20% flipped labels",
+        "20% flipped labels; 'more accurate' is a gain strictly above 0 (no partial band: "
+        "the paper states a direction, no margin)",
         paper_value="> 0",
-        rule=Rule(">=", 0.0, partial=-1.0),
+        rule=Rule(">", 0.0),
         null=Null(arm=BNN_NULL_ARM),
         gate=Gate(BNN_GATE, Rule(">=", 1.0)),
     ),
@@ -201,9 +210,9 @@ CLAIMS = (
         where="BNN experiments; the official Fashion-MNIST runs use GCE delta in {1.0, 0.5} "
         "with alpha-Renyi(2.5) at the clients (added in issue 37 before the second full run)",
         metric="test accuracy of FedGVI (GCE delta 1.0 + client AR 2.5) - PVI's, points, "
-        "20% flipped labels",
+        "20% flipped labels; 'more accurate': strictly above 0, as bnn_gce_gain_noisy",
         paper_value="> 0",
-        rule=Rule(">=", 0.0, partial=-1.0),
+        rule=Rule(">", 0.0),
         null=Null(arm=BNN_NULL_ARM),
         gate=Gate(BNN_GATE, Rule(">=", 1.0)),
     ),
@@ -211,9 +220,10 @@ CLAIMS = (
         id="bnn_beats_fedavg_noisy",
         statement="With flipped labels, FedGVI's BNN is more accurate than FedAvg's network.",
         where="BNN experiments (FedAvg baseline)",
-        metric="test accuracy of the better of FedGVI (GCE + AR) and PVI - FedAvg's, points",
+        metric="test accuracy of the better of FedGVI (GCE + AR) and PVI - FedAvg's, points; "
+        "'more accurate': strictly above 0 (no partial band)",
         paper_value="> 0",
-        rule=Rule(">=", 0.0, partial=-1.0),
+        rule=Rule(">", 0.0),
         null=Null(
             arm="FedAvg given the Bayesian arms' local training (Adam to early stopping with "
             "the same patience, {{bnn_patience}} epochs, and epoch cap, {{bnn_epochs}}) - "

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from icml25.core.claims import Measurement, gate_key, null_key
+from icml25.core.claims import Measurement, contrast_key, gate_key, null_key
 from icml25.fedgvi.experiments import Budget
 from icml25.fedgvi.fedgvi import KL, AlphaRenyi, Client, fedgvi
 from icml25.fedgvi.gaussian import NatGaussian
@@ -147,8 +147,16 @@ def _ratio_of_means(rows: np.ndarray) -> float:
     return float(rows[:, 0].mean() / rows[:, 1].mean())
 
 
+def _ratio_contrast(rows: np.ndarray) -> float:
+    """Rows (method, null arm, PVI) of one data set each: bias(method) / bias(PVI) -
+    bias(null) / bias(PVI), mean biases over the rows (a claim minus its null arm)."""
+    pvi = rows[:, 2].mean()
+    return float((rows[:, 0].mean() - rows[:, 1].mean()) / pvi)
+
+
 def location_measurements(loc: list[dict[str, Any]], n_boot: int = 2000) -> dict[str, Any]:
-    """The claims, null arms and gates of (A) over the seeds' results ``loc``."""
+    """The claims, null arms (with their paired contrasts) and gates of (A) over the seeds' results
+    ``loc``."""
     out: dict[str, Any] = {}
 
     def _location_ratio(cell: tuple[float, str], a: str, b: str) -> Measurement:
@@ -165,6 +173,10 @@ def location_measurements(loc: list[dict[str, Any]], n_boot: int = 2000) -> dict
     ):
         out[cid] = _location_ratio(cell, arm, "PVI")
         out[null_key(cid)] = _location_ratio(cell, null, "PVI")
+        # the paired contrast (claim - null arm) over the same data sets: both are bootstraps
+        # over items, which the engine cannot pair itself (issue 66)
+        rows = [np.column_stack([_bias(s, *cell, m) for m in (arm, null, "PVI")]) for s in loc]
+        out[contrast_key(cid)] = Measurement.bootstrap(rows, _ratio_contrast, n_boot=n_boot)
     pvi_bias = Measurement.bootstrap([_bias(s, 0.2, BROAD, "PVI") for s in loc])
     out[gate_key("imq_cuts_outlier_bias")] = pvi_bias
     out[gate_key("beta_cuts_outlier_bias")] = pvi_bias

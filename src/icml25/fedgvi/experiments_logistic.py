@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.core.claims import Measurement, gate_key, null_key
+from icml25.core.claims import Measurement, contrast_key, gate_key, null_key
 from icml25.fedgvi.experiments import Budget
 from icml25.fedgvi.fedgvi import KL, AlphaRenyi, Client, LocalOptimizer, fedgvi, sample
 from icml25.fedgvi.gaussian import NatGaussian
@@ -173,7 +173,13 @@ class _LRStat:
         self.name, self.index = name, index
 
     def __call__(self, rows: np.ndarray) -> float:
-        return _lr_metric(self.name, lambda arm, what: _col(rows, self.index, arm, what))
+        def m(arm: str, what: str) -> float:
+            return _col(rows, self.index, arm, what)
+
+        if self.name.endswith("/contrast"):  # claim - its null arm on the same rows
+            cid = self.name.removesuffix("/contrast")
+            return _lr_metric(cid, m) - _lr_metric(null_key(cid), m)
+        return _lr_metric(self.name, m)
 
 
 def _col(rows: np.ndarray, index: dict[str, int], arm: str, what: str) -> float:
@@ -259,8 +265,15 @@ def _lr_score_metrics(what: str, m: Any, mean: Any, pvi: Any) -> dict[str, Any]:
     return {cid: claim, null_key(cid): null, gate_key(cid): gate}
 
 
+LR_WITH_NULL = tuple(n.removesuffix("/null") for n in LR_METRICS if n.endswith("/null"))
+"""(B)'s claims with a null arm: with fewer than three seeds their paired contrast (claim -
+null arm) is bootstrapped over the same test points; with three or more the engine takes it
+per seed from the t measurements."""
+
+
 def lr_measurements(lr: list[dict[str, Any]], n_boot: int = 2000) -> dict[str, Measurement]:
-    """t over seeds with three or more seeds, else a bootstrap over the test points."""
+    """t over seeds with three or more seeds, else a bootstrap over the test points (with
+    each claim's paired contrast against its null arm under ``contrast_key``)."""
     rows = [_lr_rows(r) for r in lr]
     out = {}
     for name in LR_METRICS:
@@ -269,6 +282,11 @@ def lr_measurements(lr: list[dict[str, Any]], n_boot: int = 2000) -> dict[str, M
         else:
             out[name] = Measurement.bootstrap(
                 [R for R, _ in rows], _LRStat(name, rows[0][1]), n_boot=n_boot
+            )
+    if len(lr) < 3:
+        for cid in LR_WITH_NULL:
+            out[contrast_key(cid)] = Measurement.bootstrap(
+                [R for R, _ in rows], _LRStat(contrast_key(cid), rows[0][1]), n_boot=n_boot
             )
     return out
 

@@ -265,6 +265,14 @@ def _best_position(rows: list[tuple[float, float, float]]) -> float:
     return float(np.mean(np.flatnonzero(accs >= accs.max() - 1e-9)))
 
 
+def _best_lambda_position(rows: list[tuple[float, float, float]], fixed: int) -> float:
+    """Mean position of the best-scoring arms among FedCLUP's fixed lambdas (rows 1 .. fixed,
+    ascending lambda), the ends (local, FedAvg) left out: where the pull is removed every
+    lambda arm ties, so this position cannot move with c."""
+    accs = np.array([r[1] for r in rows[1 : 1 + fixed]])
+    return float(np.mean(np.flatnonzero(accs >= accs.max() - 1e-9)))
+
+
 def _spearman(x: list[float], y: list[float]) -> float:
     from scipy.stats import spearmanr
 
@@ -298,7 +306,12 @@ def image_measurements(im: dict[str, Any]) -> dict[str, float]:
     ):
         null = {c: _no_pull(table[c], fixed) for c in table}
         for k, t in ((moves, table), (null_key(moves), null)):
-            out[k] = _spearman(list(t), [_best_position(t[c]) for c in t])
+            if moves.startswith("image_cnn"):
+                # issue 66: on FedCLUP's lambda grid alone, whose ends-only null cannot move
+                pos = [_best_lambda_position(t[c], fixed) for c in t]
+            else:
+                pos = [_best_position(t[c]) for c in t]
+            out[k] = _spearman(list(t), pos)
         out[interior] = float(np.mean([_interior(table[c], fixed) for c in table]))
         out[null_key(interior)] = float(np.mean([_interior(null[c], fixed) for c in table]))
     lo, hi = min(lr), max(lr)
