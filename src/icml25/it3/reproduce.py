@@ -49,7 +49,6 @@ from icml25.it3.experiments import (
     notebook_experiment,
 )
 from icml25.it3.experiments_stats import (
-    consistency,
     idempotence_histograms,
     notebook_measurements,
     notes,
@@ -102,7 +101,6 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         runs["gnn"].append(gnn)
         put(seed_measurements(cnn, mlp, gnn))
     result: dict[str, Any] = dict(out)
-    result.update(consistency(out))  # cnn_gain_consistent: the fraction of seeds with a gain
     for line in notes(runs, seeds, nb_seeds, cfg):
         ctx.note(line)
     panels = severity_panels(runs, cfg)
