@@ -26,6 +26,8 @@ from typing import Any
 
 from scipy import stats
 
+from icml25.core.results import parse_rule
+
 LEVEL = 0.90
 MAX_SEEDS = 200
 
@@ -67,13 +69,6 @@ def _values(block: dict[str, Any] | None) -> list[float] | None:
     return [float(v) for v in block["values"]]
 
 
-def _thresholds(rule: str) -> list[float]:
-    """The numbers of a rule's text (``mean >= 0.9 (partial if >= 0.7)``)."""
-    import re
-
-    return [float(x) for x in re.findall(r"[<>]=?\s*(-?[\d.]+(?:e-?\d+)?)", rule)]
-
-
 def claim_power(method: str, row: dict[str, Any]) -> ClaimPower | None:
     """The seeds one undecided per-seed claim needs (``None`` for a claim that is decided, or
     not measured per seed with a t interval)."""
@@ -85,9 +80,10 @@ def claim_power(method: str, row: dict[str, Any]) -> ClaimPower | None:
         return None
     mean = math.fsum(values) / len(values)
     sd = statistics.stdev(values)
-    thresholds = _thresholds(str(row.get("rule", "")))
-    if not thresholds:
+    rule = parse_rule(str(row.get("rule", "")))
+    if rule is None:
         return None
+    thresholds = [rule.threshold] + ([] if rule.partial is None else [rule.partial])
     distance = min(abs(mean - t) for t in thresholds)
     rule_n = seeds_needed(sd, distance, at_least=len(values))
     rule_decided = row.get("rule_verdict") != "inconclusive"
