@@ -440,8 +440,10 @@ def quick_summary(results: dict[str, Any]) -> str | None:
         and c["published"]["verdict"] not in UNDECIDED
     )
     bad = [
-        f"{slug}.{c['id']} ({c['verdict']} here, {c['published']['verdict']} in the full run)"
-        for slug, c in ((m["method"], c) for m in results["methods"] for c in m["claims"])
+        f"{m['method']}.{c['id']} ({c['verdict']} here, {c['published']['verdict']} in the "
+        "full run)"
+        for m in results["methods"]
+        for c in m["claims"]
         if c.get("published", {}).get("disagrees")
     ]
     text = (
