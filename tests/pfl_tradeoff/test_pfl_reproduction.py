@@ -51,6 +51,58 @@ _LR_TABLE = {
 }
 
 
+def _whole_axis_best(rows: list[tuple[float, float, float]]) -> float:
+    """The statistic before issue 66: the best arm's mean position on local < lambdas < FedAvg
+    (the adaptive arm, when there is one, left out)."""
+    axis = [r for r in rows if not np.isnan(r[0])]
+    accs = np.array([r[1] for r in axis])
+    return float(np.mean(np.flatnonzero(accs >= accs.max() - 1e-9)))
+
+
+def test_logreg_moves_statistic_reads_the_lambda_grid_so_the_ends_only_null_cannot_pass() -> None:
+    """Issue 66: the logistic regression's statistic had the same flaw as the CNN's: with the
+    ends crossing, the whole-axis position gave the no-pull null 0.866. On the lambda grid alone
+    the null scores 0 and a best lambda that grows with c scores 1."""
+    lams = E.IMG_LAMBDAS
+    n = len(lams)
+
+    def table(best: dict[int, int]) -> dict[int, list[tuple[float, float, float]]]:
+        # local, the fixed lambdas (the best one at index best[c]), adaptive, FedAvg;
+        # local wins against FedAvg at c = 2 and loses at 6 and 10 (the ends cross)
+        out = {}
+        for c, k in best.items():
+            local, fedavg = (90.0, 60.0) if c == 2 else (60.0, 90.0)
+            accs = [70.0 + (10.0 if i == k else 0.0) for i in range(n)]
+            out[c] = [
+                (0.0, local, 0.0),
+                *zip(lams, accs, [0.0] * n, strict=True),
+                (np.nan, 0.0, 0.0),
+                (np.inf, fedavg, 0.0),
+            ]
+        return out
+
+    grows = table({2: 0, 6: n // 2, 10: n - 1})
+    out = E.image_measurements(
+        {
+            "logreg": grows,
+            "cnn": _cnn_table({c: [90.0, 91.0, 92.0, 93.0, 94.0] for c in (2, 6, 10)}),
+        }
+    )
+    assert out["image_best_lambda_moves_with_c"] == pytest.approx(1.0)
+    assert out["image_best_lambda_moves_with_c/null"] == 0.0
+    nulls = {c: E._no_pull(grows[c], n) for c in grows}
+    old = E._spearman(list(nulls), [_whole_axis_best(nulls[c]) for c in nulls])
+    assert old == pytest.approx(np.sqrt(3) / 2)  # the old statistic let the null pass 0.7
+    shrinks = table({2: n - 1, 6: n // 2, 10: 0})
+    out = E.image_measurements(
+        {
+            "logreg": shrinks,
+            "cnn": _cnn_table({c: [90.0, 91.0, 92.0, 93.0, 94.0] for c in (2, 6, 10)}),
+        }
+    )
+    assert out["image_best_lambda_moves_with_c"] == pytest.approx(-1.0)
+
+
 def test_cnn_moves_statistic_reads_the_lambda_grid_so_the_ends_only_null_cannot_pass() -> None:
     """Issue 66: with the ends crossing (local best at c = 2, FedAvg at 6 and 10) the old
     whole-axis statistic gave the no-pull null 0.866 > 0.7; on FedCLUP's lambda grid alone the
@@ -67,7 +119,7 @@ def test_cnn_moves_statistic_reads_the_lambda_grid_so_the_ends_only_null_cannot_
     assert null == 0.0
     # the old statistic on the same sweep: the ends alone reach 0.866
     nulls = {c: E._no_pull(moving[c], len(E.CNN_LAMBDAS)) for c in moving}
-    old = E._spearman(list(nulls), [E._best_position(nulls[c]) for c in nulls])
+    old = E._spearman(list(nulls), [_whole_axis_best(nulls[c]) for c in nulls])
     assert old == pytest.approx(np.sqrt(3) / 2)
     # a best lambda that shrinks as c grows fails the rule although the ends still cross
     shrinking = _cnn_table(

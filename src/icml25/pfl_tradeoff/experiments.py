@@ -254,17 +254,6 @@ def run_images(b: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
     return out
 
 
-def _axis(rows: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
-    """The arms on the axis local < fixed lambdas < FedAvg (the adaptive arm left out)."""
-    return rows[:-2] + rows[-1:] if len(rows) == len(lr_arms()) else rows
-
-
-def _best_position(rows: list[tuple[float, float, float]]) -> float:
-    """Mean position of the best-scoring arms on the axis local < lambdas < FedAvg."""
-    accs = np.array([r[1] for r in _axis(rows)])
-    return float(np.mean(np.flatnonzero(accs >= accs.max() - 1e-9)))
-
-
 def _best_lambda_position(rows: list[tuple[float, float, float]], fixed: int) -> float:
     """Mean position of the best-scoring arms among FedCLUP's fixed lambdas (rows 1 .. fixed,
     ascending lambda), the ends (local, FedAvg) left out: where the pull is removed every
@@ -306,11 +295,8 @@ def image_measurements(im: dict[str, Any]) -> dict[str, float]:
     ):
         null = {c: _no_pull(table[c], fixed) for c in table}
         for k, t in ((moves, table), (null_key(moves), null)):
-            if moves.startswith("image_cnn"):
-                # issue 66: on FedCLUP's lambda grid alone, whose ends-only null cannot move
-                pos = [_best_lambda_position(t[c], fixed) for c in t]
-            else:
-                pos = [_best_position(t[c]) for c in t]
+            # issue 66: on FedCLUP's lambda grid alone, where the ends-only null cannot move
+            pos = [_best_lambda_position(t[c], fixed) for c in t]
             out[k] = _spearman(list(t), pos)
         out[interior] = float(np.mean([_interior(table[c], fixed) for c in table]))
         out[null_key(interior)] = float(np.mean([_interior(null[c], fixed) for c in table]))
