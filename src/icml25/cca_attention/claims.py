@@ -62,12 +62,15 @@ CLAIMS: tuple[Claim, ...] = (
         id="attention_pooling_beats_mean",
         statement="Significance-weighted pooling is better than mean pooling.",
         where="Ablation on the pooling function",
-        metric="needle accuracy of CCA - CCA with mean pooling (paired test sequences)",
+        metric="needle accuracy of CCA - CCA with mean pooling (the same test sequences), per "
+        "training seed ({{pooling_seeds}} seeds: the two arms of a seed share data and "
+        "initialisation); t interval over the seeds",
         paper_value="> 0",
         rule=Rule(">=", 0.0, partial=-0.05),
         null=Null(
-            arm="mean pooling in both arms: a second mean-pooling model, trained from another "
-            "seed, minus the first"
+            arm="mean pooling in both arms: each seed's mean-pooling model minus the previous "
+            "seed's (cyclically), so the paired contrast compares CCA with a mean-pooling model "
+            "of another training seed"
         ),
         gate=FULL_LEARNS,
     ),
