@@ -18,6 +18,14 @@ import pytest
 
 os.environ["ICML25_DATA"] = "fallback"
 
+# hypothesis: derandomized in CI (the same examples on every run, so a red CI is reproducible),
+# random locally (so that local runs keep exploring); no deadline (2 shared cores)
+from hypothesis import settings as _hypothesis_settings
+
+_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)
+_hypothesis_settings.register_profile("dev", deadline=None)
+_hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
 
 def write_idx(path: Path, arr: np.ndarray) -> None:
     """An IDX file (uint8 arrays only), gzip-compressed when ``path`` ends in ``.gz``."""

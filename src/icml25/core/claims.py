@@ -308,7 +308,13 @@ class Measurement:
 
     @property
     def mean(self) -> float:
-        return math.fsum(self.values) / len(self.values)
+        n = len(self.values)
+        try:
+            return math.fsum(self.values) / n
+        except OverflowError:  # finite values whose sum overflows: sum the n-ths instead
+            return math.fsum(v / n for v in self.values)
+        except ValueError:  # both +inf and -inf: no mean
+            return math.nan
 
     @property
     def std(self) -> float:
@@ -317,7 +323,12 @@ class Measurement:
         if n < 2:
             return 0.0
         m = self.mean
-        return math.sqrt(math.fsum((v - m) ** 2 for v in self.values) / (n - 1))
+        try:
+            return math.sqrt(math.fsum((v - m) ** 2 for v in self.values) / (n - 1))
+        except OverflowError:  # squares beyond float range: scale by the largest deviation
+            scale = max(abs(v - m) for v in self.values)
+            var = math.fsum(((v - m) / scale) ** 2 for v in self.values) / (n - 1)
+            return scale * math.sqrt(var)
 
     @property
     def interval(self) -> Interval:

@@ -125,9 +125,16 @@ def estimate_count(bits: Sequence[int], epsilon: float) -> Estimate:
     if any(b not in (0, 1) for b in bits):
         raise ValueError("bits must all be 0 or 1")
     ones = int(sum(bits))
+    gap = 2 * p - 1
+    if gap <= 0 or not math.isfinite((abs(ones - n * (1 - p)) + math.sqrt(n)) / gap):
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small to estimate from in float arithmetic: the "
+            f"report keeps its bit with probability 1/2 + {gap / 2:.3g}, so the estimate's "
+            "scale 1/(2p - 1) overflows; use epsilon >= 1e-15"
+        )
     return Estimate(
-        count=(ones - n * (1 - p)) / (2 * p - 1),
-        stderr=math.sqrt(n * p * (1 - p)) / (2 * p - 1),
+        count=(ones - n * (1 - p)) / gap,
+        stderr=math.sqrt(n * p * (1 - p)) / gap,
         n=n,
         ones=ones,
     )

@@ -313,8 +313,18 @@ def risk_ode(
     sol = integrate.solve_ivp(
         rhs, (0.0, t_max), y0, t_eval=t_eval, rtol=rtol, atol=1e-10 * scale, method="RK45"
     )
-    if not sol.success:  # pragma: no cover - RK45 on this smooth system does not fail in practice
-        raise RuntimeError(f"risk ODE integration failed: {sol.message}")
+    if not sol.success:  # the learning rate is beyond the stable range: the risk explodes
+        start = risk_of(y0)
+        last = risk_of(sol.y[:, -1]) if sol.y.size else start
+        top = float(np.max(Karr) if Karr.ndim == 1 else np.linalg.eigvalsh(Karr).max())
+        t_last = float(sol.t[-1]) if sol.t.size else 0.0
+        raise FloatingPointError(
+            f"the risk ODE diverges: the risk went from {start:.3g} to {last:.3g} by t = "
+            f"{t_last:.3g} (t_max = {t_max:.3g}) and the solver stopped ({sol.message}); "
+            f"lr = {eta(0.0):.3g} (at t = 0) is too large for this K (largest eigenvalue "
+            f"{top:.3g}) with optimizer={opt!r}: lower lr "
+            "or t_max"
+        )
     risk = np.array([risk_of(sol.y[:, i]) for i in range(sol.y.shape[1])])
     eff = np.array([drift_factor(t, P) for t, P in zip(sol.t, risk, strict=True)])
     return RiskCurve(t=sol.t, risk=risk, effective_lr=eff, optimizer=opt)
