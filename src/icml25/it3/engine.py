@@ -349,14 +349,22 @@ class IT3:
         self.feedback = resolve_feedback(model, feedback)
         self.start, self.batchnorm, self.frozen_anchor = start, batchnorm, frozen_anchor
         self._gen = torch.Generator().manual_seed(int(seed))
-        self.anchor = copy.deepcopy(model).eval().requires_grad_(False)
-        self.work = copy.deepcopy(model).eval().requires_grad_(True)
-        if batchnorm == "batch":
-            batch_statistics(self.anchor)
-            batch_statistics(self.work)
-        self._theta0 = {k: v.detach().clone() for k, v in self.work.state_dict().items()}
-        self._slots = list(self.work.state_dict().values())  # share storage with the weights
-        self._theta0_values = list(self._theta0.values())
+        if optimizer == "adam" and any(p.dtype == torch.float16 for p in model.parameters()):
+            raise ValueError(
+                "optimizer='adam' on float16 weights: Adam's eps (1e-8) underflows to 0 in "
+                "float16, so a weight whose gradient is 0 gets the update 0/0 = NaN; use "
+                "optimizer='sgd', or bfloat16 or float32 weights"
+            )
+        # the copies must be normal tensors even when IT3 is built under inference mode
+        with torch.inference_mode(False):
+            self.anchor = copy.deepcopy(model).eval().requires_grad_(False)
+            self.work = copy.deepcopy(model).eval().requires_grad_(True)
+            if batchnorm == "batch":
+                batch_statistics(self.anchor)
+                batch_statistics(self.work)
+            self._theta0 = {k: v.detach().clone() for k, v in self.work.state_dict().items()}
+            self._slots = list(self.work.state_dict().values())  # share storage with the weights
+            self._theta0_values = list(self._theta0.values())
         self._opt: torch.optim.Optimizer | None = None
         self.last_losses: list[list[float]] = []
 
@@ -416,6 +424,19 @@ class IT3:
         """Adapted predictions (logits, or regression outputs) for the batch ``x``; extra
         arguments go to the model (per-sample tensors are split in ``"instance"`` mode)."""
         check_input(x)
+        if torch.is_inference_mode_enabled():
+            # IT3 takes gradient steps on its own copy of the weights, which inference mode
+            # forbids: leave it for them (inference tensors are copied, as autograd needs)
+            with torch.inference_mode(False):
+                x, args, kwargs = (
+                    _normal(x),
+                    tuple(map(_normal, args)),
+                    {k: _normal(v) for k, v in kwargs.items()},
+                )
+                return self._call(x, args, kwargs)
+        return self._call(x, args, kwargs)
+
+    def _call(self, x: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
         self.last_losses = []
         if self.reset != "instance":
             return self._adapt(x, args, kwargs)
@@ -426,3 +447,10 @@ class IT3:
             k_i = {k: _split(b, i, v) for k, v in kwargs.items()}
             outs.append(self._adapt(x[i : i + 1], a_i, k_i))
         return torch.cat(outs)
+
+
+def _normal(value: Any) -> Any:
+    """``value``, or a normal copy of it if it is an inference tensor (autograd refuses those)."""
+    if isinstance(value, torch.Tensor) and value.is_inference():
+        return value.clone()
+    return value

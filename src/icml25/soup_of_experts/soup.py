@@ -488,6 +488,11 @@ def next_token_loss(output: Any, batch: torch.Tensor) -> torch.Tensor:
             f"batch must be a 2-D integer tensor of token ids, got {type(batch).__name__} "
             f"{tuple(getattr(batch, 'shape', ()))}"
         )
+    if batch.shape[0] == 0 or batch.shape[1] < 2:
+        raise ValueError(
+            "batch must hold at least one sequence of >= 2 tokens (a loss over no prediction "
+            f"is NaN), got shape {tuple(batch.shape)}"
+        )
     if not isinstance(logits, torch.Tensor) or logits.shape[:2] != (
         batch.shape[0],
         batch.shape[1] - 1,
