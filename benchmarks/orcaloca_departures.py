@@ -71,6 +71,11 @@ def main() -> None:
             lambda: OrcaLoca(ReadingPolicy(), max_steps=10, **nodec),
         ),
         (
+            "judge not told the trace step's seeds (seed_bonus=0) vs told them (+1.5 logit)",
+            lambda: OrcaLoca(ReadingPolicy(seed_bonus=0.0), max_steps=10, **full),
+            lambda: OrcaLoca(ReadingPolicy(), max_steps=10, **full),
+        ),
+        (
             "TF-IDF RetrievalPolicy (fixed scores) vs ReadingPolicy judge",
             lambda: OrcaLoca(RetrievalPolicy(), max_steps=10, **full),
             lambda: OrcaLoca(ReadingPolicy(), max_steps=10, **full),

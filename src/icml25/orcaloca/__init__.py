@@ -21,6 +21,7 @@ from icml25.orcaloca.agent import (
     OrcaLoca,
     StepRecord,
     localize,
+    tracer_seed_nodes,
     tracer_seeds,
 )
 from icml25.orcaloca.bench import Benchmark, Bug, make_benchmark
@@ -66,6 +67,7 @@ __all__ = [
     "make_benchmark",
     "match",
     "trace_calls",
+    "tracer_seed_nodes",
     "tracer_seeds",
 ]
 

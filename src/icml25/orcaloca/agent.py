@@ -143,50 +143,78 @@ def _action_for(graph: CodeGraph, node_id: str) -> SearchAction:
 def tracer_seeds(
     issue: Issue, graph: CodeGraph, policy: Policy, config: AgentConfig | None = None
 ) -> list[SearchAction]:
-    """The trace step: calls of functions the issue names are key parents; their traced
-    descendants, ranked by (other file than the key parent, layers below it, depth, call
-    order), the first ``tracer_candidates`` re-ranked by ``(100 - score) + 40 [other file] +
-    20 layers`` among those the policy scores above ``tracer_threshold``; the best
-    ``tracer_seeds`` become searches. Empty without a trace."""
+    """The trace step: the traced calls of functions the issue names, and the frames of the
+    traceback the reproducer ended with (OrcaLoca's keywords from the issue and from the
+    reproducer's log), are key parents; they and their traced descendants are the candidates,
+    ranked by (other file than the nearest key parent, layers below it, depth, call order); the
+    first ``tracer_candidates`` are re-ranked by ``(100 - score) + 40 [other file] + 20 layers``
+    among those the policy scores above ``tracer_threshold`` (the scorer is told the call chain
+    from the key parent, as officially); the best ``tracer_seeds`` become searches. Empty
+    without a trace."""
+    return [_action_for(graph, node) for node in tracer_seed_nodes(issue, graph, policy, config)]
+
+
+def tracer_seed_nodes(
+    issue: Issue, graph: CodeGraph, policy: Policy, config: AgentConfig | None = None
+) -> list[str]:
+    """The node ids of :func:`tracer_seeds`' searches, best first (what the agent sets as
+    ``Issue.seeds`` for the search)."""
     if not isinstance(issue, Issue):
         raise TypeError(f"issue must be an Issue, got {type(issue).__name__}")
     if not isinstance(graph, CodeGraph):
         raise TypeError(f"graph must be a CodeGraph, got {type(graph).__name__}")
-    cfg = config or AgentConfig()
+    if config is not None and not isinstance(config, AgentConfig):
+        raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
+    return _tracer(issue, graph, policy, config or AgentConfig())[0]
+
+
+def _tracer(
+    issue: Issue, graph: CodeGraph, policy: Policy, cfg: AgentConfig
+) -> tuple[list[str], int]:
+    """The seeds' node ids, best first, and the number of scorer calls."""
     calls = [c for c in issue.trace if graph.node_for(c.file, c.qualname)]
     if not calls:
-        return []
+        return [], 0
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", issue.text))
     by_idx = {c.index: c for c in issue.trace}
-    key = {c.index for c in calls if c.qualname.split(".")[-1] in words or c.qualname in words}
+    key = {
+        c.index
+        for c in calls
+        if c.raised or c.qualname.split(".")[-1] in words or c.qualname in words
+    }
     ranked: dict[str, tuple[Any, ...]] = {}
+    chains: dict[str, list[str]] = {}
     for c in calls:
-        if c.index in key:
-            continue
-        p = by_idx.get(c.parent)
+        chain = [c.qualname]
+        p = c if c.index in key else by_idx.get(c.parent)  # a key parent is its own (layer 0)
         while p is not None and p.index not in key:
+            chain.append(p.qualname)
             p = by_idx.get(p.parent)
         if key and p is None:
             continue
+        if p is not None and p is not c:
+            chain.append(p.qualname)
         kp_file, kp_depth = (p.file, p.depth) if p is not None else (c.file, 0)
         node = f"{c.file}::{c.qualname}"
         rank = (c.file != kp_file, c.depth - kp_depth, c.depth, c.index)
         if node not in ranked or rank < ranked[node]:
             ranked[node] = rank
+            chains[node] = chain[::-1]
     cands = sorted(ranked, key=lambda n: ranked[n])[: cfg.tracer_candidates]
+    traced_scorer = getattr(policy, "score_traced", None)
     rerank = []
     for node in cands:
-        s = policy.score(node, graph.source(node))
+        code = graph.source(node)
+        s = (
+            traced_scorer(node, code, chains[node])
+            if callable(traced_scorer)
+            else policy.score(node, code)
+        )
         if s > cfg.tracer_threshold:
             other, layers = ranked[node][0], ranked[node][1]
             rerank.append(((100 - s) + 40 * other + 20 * layers, ranked[node], node))
     rerank.sort()
-    return [_action_for(graph, node) for _r, _k, node in rerank[: cfg.tracer_seeds]]
-
-
-def _n_tracer_candidates(issue: Issue, graph: CodeGraph, cfg: AgentConfig) -> int:
-    nodes = {f"{c.file}::{c.qualname}" for c in issue.trace if graph.node_for(c.file, c.qualname)}
-    return min(len(nodes), cfg.tracer_candidates)
+    return [node for _r, _k, node in rerank[: cfg.tracer_seeds]], len(cands)
 
 
 def _similar(a: str, b: str) -> float:
@@ -340,10 +368,13 @@ class OrcaLoca:
         tools = SearchTools(graph)
         queue = SearchQueue(priority=cfg.priority, redundancy_control=cfg.redundancy_control)
         scorer_calls = 0
-        seeds = tracer_seeds(issue, graph, pol, cfg)
-        scorer_calls += _n_tracer_candidates(issue, graph, cfg)  # an upper bound
+        seed_nodes, scored = _tracer(issue, graph, pol, cfg)
+        scorer_calls += scored
+        seeds = [_action_for(graph, n) for n in seed_nodes]
         for a in seeds:
             queue.push(a, PRIORITY_BASIC)
+        # the search is told the seeds (officially a note after the problem statement)
+        pol.prepare(replace(issue, seeds=tuple(seed_nodes)), graph)
         returned: set[str] = set()
         results: list[SearchResult] = []
         context: list[SearchResult] = []

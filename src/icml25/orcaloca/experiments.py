@@ -20,13 +20,13 @@ measurements and the report's lines; :mod:`icml25.orcaloca.reproduce` runs them 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from icml25.core.claims import Measurement, gate_key, null_key
-from icml25.orcaloca.agent import LocalizationResult, OrcaLoca
+from icml25.orcaloca.agent import LocalizationResult, OrcaLoca, tracer_seed_nodes
 from icml25.orcaloca.bench import Benchmark, Bug
 from icml25.orcaloca.graph import CodeGraph
 from icml25.orcaloca.metrics import auc, match
@@ -160,9 +160,12 @@ def run_arm(
 
 def reading_aucs(bug: Bug, graph: CodeGraph) -> tuple[float, float, float, float]:
     """AUC of gold vs all other functions and vs the other traced functions, with the prior
-    (before reading) and the posterior (after reading) of :class:`ReadingPolicy`."""
+    (before reading) and the posterior (after reading) of :class:`ReadingPolicy` as the agent's
+    search has it (told the trace step's seeds)."""
     pol = ReadingPolicy()
     pol.prepare(bug.issue, graph)
+    seeds = tracer_seed_nodes(bug.issue, graph, pol)
+    pol.prepare(replace(bug.issue, seeds=tuple(seeds)), graph)
     funcs = [n.id for n in graph.nodes.values() if n.kind in ("function", "method")]
     traced = {f"{c.file}::{c.qualname}" for c in bug.issue.trace} - {bug.gold_node}
     traced_in = [t for t in sorted(traced) if t in graph.nodes and t in set(funcs)]

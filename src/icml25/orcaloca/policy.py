@@ -10,8 +10,9 @@ endpoint) with the official prompts' structure and parses its JSON.
 function of the issue text and the reproducer's real trace, plus seeded Gaussian noise of a
 chosen size so that a reproduction can make the scorer worse on purpose:
 
-- code score: ``100 sigmoid(1.2 z + 1.5 [node in trace] - 1 + noise eps)``, ``z`` the TF-IDF
-  cosine of issue and code standardised over the repository's functions;
+- code score: ``100 sigmoid(1.2 z + 1.5 [node in trace] + 1.5 [tracer seed] - 1 + noise eps)``,
+  ``z`` the TF-IDF cosine of issue and code standardised over the repository's functions, the
+  seeds being what the trace step put in the queue and named to the agent (``Issue.seeds``);
 - name score (for proposing a search it has not read yet): ``100 sigmoid(3 overlap +
   1.5 [name in trace] - 1 + noise eps)``, ``overlap`` the share of the name's word pieces that
   the issue contains;
@@ -53,10 +54,15 @@ from icml25.orcaloca.trace import TraceCall
 
 @dataclass(frozen=True)
 class Issue:
-    """An issue: its text and, when a reproducer ran, the calls it made (:func:`trace_calls`)."""
+    """An issue: its text and, when a reproducer ran, the calls it made (:func:`trace_calls`).
+
+    ``seeds``: the node ids the trace step put in the search queue, best first. The agent sets
+    them for the search (OrcaLoca's search prompt names them after the problem statement as
+    "more likely to be related to the bug, since they are called by reproducer code")."""
 
     text: str
     trace: tuple[TraceCall, ...] = ()
+    seeds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,14 @@ class StepOutput:
 
 
 class Policy(Protocol):
-    """What the agent asks its decision maker (an LLM or :class:`RetrievalPolicy`)."""
+    """What the agent asks its decision maker (an LLM or :class:`RetrievalPolicy`).
+
+    ``prepare`` is called twice per issue: before the trace step (whose re-ranking asks
+    ``score``) with the issue as given, then before the search with ``Issue.seeds`` set to the
+    trace step's seeds. A policy may also define ``score_traced(node_id, code, chain)``, the
+    trace step's scorer, told the reproducer's call chain into the function (``chain``: the
+    qualified names from the function the issue names down to it); without it ``score`` is
+    asked."""
 
     def prepare(self, issue: Issue, graph: CodeGraph) -> None: ...
 
@@ -224,6 +237,9 @@ class RetrievalPolicy:
         Cap on the conclusion's locations.
     max_new_actions
         Cap on the new searches it proposes per step.
+    seed_bonus
+        Logit its scores add for a function the trace step seeded (``Issue.seeds``: the
+        official search prompt names them as likely related to the bug); 0 ignores the note.
     """
 
     def __init__(
@@ -234,8 +250,10 @@ class RetrievalPolicy:
         context_chars: int = 12_000,
         max_locations: int = 3,
         max_new_actions: int = 4,
+        seed_bonus: float = 1.5,
     ) -> None:
         self.noise = V.number("noise", noise, low=0.0)
+        self.seed_bonus = V.number("seed_bonus", seed_bonus, low=0.0)
         self.seed = V.integer("seed", seed, low=0)
         self.context_chars = V.integer("context_chars", context_chars, low=1)
         self.max_locations = V.integer("max_locations", max_locations, low=1)
@@ -243,12 +261,33 @@ class RetrievalPolicy:
         self.graph: CodeGraph | None = None
         self.calls = 0
 
+    TRACE_BONUS = 1.5
+    """Logit added for a function the reproducer ran."""
+
     # ------------------------------------------------------------------ setup
     def prepare(self, issue: Issue, graph: CodeGraph) -> None:
-        """Index the repository's functions and the issue (called once per issue)."""
+        """Index the repository's functions and the issue; the same issue again with its seeds
+        set (the agent's second call) reuses the index and only resets the scores."""
         if not isinstance(issue, Issue):
             raise TypeError(f"issue must be an Issue, got {type(issue).__name__}")
+        if not isinstance(graph, CodeGraph):
+            raise TypeError(f"graph must be a CodeGraph, got {type(graph).__name__}")
+        prev = getattr(self, "_prepared", None)
+        same = (
+            prev is not None
+            and prev[0] is graph.nodes
+            and prev[1] == issue.text
+            and prev[2] == issue.trace
+        )
         self.graph, self.issue = graph, issue
+        self.seeds = frozenset(issue.seeds)
+        self._memo: dict[tuple[str, str], int] = {}
+        if not same:
+            self._index_issue(issue, graph)
+            self._prepared = (graph.nodes, issue.text, issue.trace)
+
+    def _index_issue(self, issue: Issue, graph: CodeGraph) -> None:
+        """The issue's query against the repository's index (the costly part of prepare)."""
         index = _index(graph)
         self.idf, self._by_name = index.idf, index.by_name
         q = Counter(word_pieces(issue.text))
@@ -266,7 +305,6 @@ class RetrievalPolicy:
         self.traced_names = {c.qualname.split(".")[-1] for c in issue.trace} | {
             c.qualname.split(".")[0] for c in issue.trace
         }
-        self._memo: dict[tuple[str, str], int] = {}
 
     def _cosine(self, doc: Counter[str]) -> float:
         num, den = 0.0, 0.0
@@ -278,10 +316,17 @@ class RetrievalPolicy:
         return num / (math.sqrt(den) * self.qnorm) if den else 0.0
 
     # ------------------------------------------------------------------ scores
-    def _to_score(self, evidence: float, traced: bool, tag: str) -> int:
-        """0..100 from a score's evidence term, the trace bonus and the seeded noise: the one
+    def _trace(self, node_id: str) -> float:
+        """The trace's evidence about a location: it ran in the reproducer, and the trace step
+        seeded it."""
+        return self.TRACE_BONUS * (node_id in self.traced) + self.seed_bonus * (
+            node_id in self.seeds
+        )
+
+    def _to_score(self, evidence: float, trace: float, tag: str) -> int:
+        """0..100 from a score's evidence term, the trace's term and the seeded noise: the one
         formula behind every score and belief (``tag`` keys the noise draw)."""
-        logit = evidence + 1.5 * traced - 1.0
+        logit = evidence + trace - 1.0
         if self.noise:
             logit += self.noise * _eps(self.seed, tag)
         return round(100 * _sigmoid(logit))
@@ -293,10 +338,13 @@ class RetrievalPolicy:
         if hit is None:
             self.calls += 1
             z = (self._cosine(_doc(code)) - self.mu) / self.sd
-            hit = self._memo[key] = self._to_score(
-                1.2 * z, node_id in self.traced, "code:" + node_id
-            )
+            hit = self._memo[key] = self._to_score(1.2 * z, self._trace(node_id), "code:" + node_id)
         return hit
+
+    def score_traced(self, node_id: str, code: str, chain: Sequence[str]) -> int:
+        """The trace step's scorer: :meth:`score` (the trace's term already says the function
+        ran; the call chain adds nothing this policy reads)."""
+        return self.score(node_id, code)
 
     def name_score(self, name: str) -> int:
         """Relevance 0..100 of a name it has not read the code of."""
@@ -306,7 +354,7 @@ class RetrievalPolicy:
             pieces = set(word_pieces(name)) or {name.lower()}
             overlap = len(pieces & self.issue_words) / len(pieces)
             hit = self._memo[key] = self._to_score(
-                3.0 * overlap, name in self.traced_names, "name:" + name
+                3.0 * overlap, self.TRACE_BONUS * (name in self.traced_names), "name:" + name
             )
         return hit
 
@@ -526,11 +574,12 @@ class ReadingPolicy(RetrievalPolicy):
     """An embedded decision maker whose belief about a location changes when it reads it.
 
     Before reading a function or method, its belief is a *prior* from what the agent knows
-    without the body: ``100 sigmoid(3 overlap + 1.5 [traced] - 1)``, ``overlap`` the share of
-    the word pieces of ``Class.name`` that the issue contains, ``traced`` whether the
-    reproducer ran it. Once its code has been shown to the agent (the new result, or the
-    context within the window; a full class or file shows what it contains), the belief is the
-    *posterior* ``100 sigmoid(1.2 z + 1.5 [traced] - 1)`` where ``z`` is the body's BM25 score
+    without the body: ``100 sigmoid(3 overlap + t - 1)``, ``overlap`` the share of the word
+    pieces of ``Class.name`` that the issue contains, ``t = 1.5 [traced] + 1.5 [seed]`` the
+    trace's term (``traced``: the reproducer ran it; ``seed``: the trace step seeded it and
+    named it to the agent, ``Issue.seeds``). Once its code has been shown to the agent (the new
+    result, or the context within the window; a full class or file shows what it contains), the
+    belief is the *posterior* ``100 sigmoid(1.2 z + t - 1)`` where ``z`` is the body's BM25 score
     (``k1 = 1.2``, ``b = 0.75``, over identifier word pieces) against the issue text plus the
     names of the functions the reproducer ran, standardised over the repository's function and
     method bodies. Read beliefs are remembered for the rest of the search.
@@ -558,6 +607,11 @@ class ReadingPolicy(RetrievalPolicy):
 
     def prepare(self, issue: Issue, graph: CodeGraph) -> None:
         super().prepare(issue, graph)
+        self.read: dict[str, int] = {}
+        self.suspected: dict[str, None] = {}
+
+    def _index_issue(self, issue: Issue, graph: CodeGraph) -> None:
+        super()._index_issue(issue, graph)
         self.bm = _bm25_index(graph)
         trace_names = " ".join(sorted({c.qualname for c in issue.trace}))
         terms = set(word_pieces(issue.text)) | set(word_pieces(trace_names))
@@ -568,8 +622,6 @@ class ReadingPolicy(RetrievalPolicy):
         }
         raw = np.array(self._bm25_all()) if bm.docs else np.zeros(1)
         self.bm_mu, self.bm_sd = float(raw.mean()), float(raw.std()) or 1.0
-        self.read: dict[str, int] = {}
-        self.suspected: dict[str, None] = {}
 
     def _bm25_all(self) -> list[float]:
         """:meth:`_bm25` of every indexed document, term by term over the postings: each
@@ -612,7 +664,7 @@ class ReadingPolicy(RetrievalPolicy):
             pieces = set(word_pieces(n.qualname or n.name)) or {n.name.lower()}
             overlap = len(pieces & self.issue_words) / len(pieces)
             hit = self._memo[key] = self._to_score(
-                3.0 * overlap, node_id in self.traced, "prior:" + node_id
+                3.0 * overlap, self._trace(node_id), "prior:" + node_id
             )
         return hit
 
@@ -625,9 +677,7 @@ class ReadingPolicy(RetrievalPolicy):
         if hit is None:
             self.calls += 1
             z = (self._bm25(_doc(code)) - self.bm_mu) / self.bm_sd
-            hit = self._memo[key] = self._to_score(
-                1.2 * z, node_id in self.traced, "code:" + node_id
-            )
+            hit = self._memo[key] = self._to_score(1.2 * z, self._trace(node_id), "code:" + node_id)
         return hit
 
     def belief(self, node_id: str) -> int:
@@ -779,10 +829,16 @@ class LLMPolicy:
         self.graph: CodeGraph | None = None
 
     def prepare(self, issue: Issue, graph: CodeGraph) -> None:
+        """The scorer's prompt holds the issue; the search's prompts the issue and, once the
+        trace step has seeded the queue (``issue.seeds``), the official note naming the seeds."""
         self.issue, self.graph = issue, graph
-        seeds = ", ".join(sorted({f"{c.file}::{c.qualname}" for c in issue.trace})[:10])
-        self.issue_block = f"<issue>\n{issue.text}\n</issue>" + (
-            f"\nFunctions the reproducer ran: {seeds}" if seeds else ""
+        self.problem_block = f"<issue>\n{issue.text}\n</issue>"
+        self.issue_block = self.problem_block + (
+            "\nSuspicious keywords from the tracer: the following functions are more likely "
+            "to be related to the bug, since they are called by the reproducer code; they are "
+            f"already in the search queue: {', '.join(issue.seeds)}"
+            if issue.seeds
+            else ""
         )
 
     def _ask(self, prompt: str, tokens: int) -> str:
@@ -790,8 +846,21 @@ class LLMPolicy:
         return self.lm.generate([prompt], max_new_tokens=tokens)[0]
 
     def score(self, node_id: str, code: str) -> int:
+        return self._score(code, "")
+
+    def score_traced(self, node_id: str, code: str, chain: Sequence[str]) -> int:
+        """The trace step's scorer: the code and the reproducer's call chain into it (the
+        official re-ranking's second message)."""
+        names = " -> ".join(f"'{c.split('.')[-1]}'" for c in chain)
+        return self._score(
+            code,
+            f"This function is traced in an issue reproducer, and its captured call chain is: "
+            f"{names}\n",
+        )
+
+    def _score(self, code: str, note: str) -> int:
         reply = self._ask(
-            f"{SCORER_SYSTEM}\n{self.issue_block}\n<code>\n{code[:3000]}\n</code>\n"
+            f"{SCORER_SYSTEM}\n{self.problem_block}\n<code>\n{code[:3000]}\n</code>\n{note}"
             "Answer with a single integer from 0 to 100.",
             4,
         )
