@@ -140,3 +140,33 @@ def test_the_reproducer_help_line_is_a_whole_sentence(capsys):
     with pytest.raises(SystemExit):
         main(["localize", "--help"])
     assert "its call trace seeds the search" in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_issue_text_gets_the_tracebacks_repository_frames(tmp_path, monkeypatch):
+    """An issue with a traceback names the frames it passes through: the CLI appends the
+    reproducer's repository frames (outermost first) to the text the judges read."""
+    from icml25.orcaloca.agent import OrcaLoca
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "mod.py").write_text(
+        "def outer(x):\n    return inner(x) + 1\n\n\ndef inner(x):\n    raise ValueError(x)\n"
+    )
+    issue = tmp_path / "issue.txt"
+    issue.write_text("outer(3) raises instead of returning 4.\n")
+    repro = tmp_path / "repro.py"
+    repro.write_text("from pkg.mod import outer\nouter(3)\n")
+    seen = []
+    real = OrcaLoca.localize
+
+    def spy(self, iss, graph):
+        seen.append(iss.text)
+        return real(self, iss, graph)
+
+    monkeypatch.setattr(OrcaLoca, "localize", spy)
+    out, err = io.StringIO(), io.StringIO()
+    rc = run_localize(issue, repo, reproducer=repro, max_steps=5, out=out, err=err)
+    assert rc == 0, err.getvalue()
+    assert "The reproducer ended with: ValueError: 3" in seen[0]
+    assert "Traceback through the repository: pkg/mod.py::outer -> pkg/mod.py::inner" in seen[0]

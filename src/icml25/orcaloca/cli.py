@@ -199,6 +199,9 @@ def run_localize(
         if raised is not None:
             exc_text = f"{type(raised).__name__}: {raised}"
             text += f"\n\nThe reproducer ended with: {exc_text}"
+            frames = [f"{c.file}::{c.qualname}" for c in trace if c.raised]
+            if frames:  # the traceback's repository frames, outermost first, as an issue has
+                text += "\nTraceback through the repository: " + " -> ".join(frames)
     res = OrcaLoca(policy, max_steps=max_steps).localize(Issue(text, trace), graph)
     for path, why in sorted(res.skipped.items()):
         print(f"skipped {path}: {why}", file=err)
