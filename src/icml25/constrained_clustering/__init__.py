@@ -1,6 +1,7 @@
 """Constrained graph clustering with signed Laplacians (Fabila-Carrasco & Sun, ICML 2025).
 
-Library: :class:`ConstrainedSpectralClustering` (scikit-learn style), :func:`constrained_cut`
+Library: :class:`ConstrainedSpectralClustering` (scikit-learn style; ``constraints="enforce"``
+keeps every pair), :func:`count_violations`, :func:`constrained_kmeans`, :func:`constrained_cut`
 (function form), :func:`cut_ratio`, :func:`brute_force` (exact, small graphs) and the
 signed-graph Cheeger quantities. Reproduction: ``icml25 reproduce constrained_clustering``.
 """
@@ -23,6 +24,7 @@ from icml25.constrained_clustering.bounds import (
     signed_cheeger_constant,
     signed_threshold_sweep,
 )
+from icml25.constrained_clustering.enforce import constrained_kmeans, count_violations
 from icml25.constrained_clustering.estimator import ConstrainedSpectralClustering
 from icml25.core.registry import register
 
@@ -33,6 +35,8 @@ __all__ = [
     "cc_eigenpair",
     "conductance",
     "constrained_cut",
+    "constrained_kmeans",
+    "count_violations",
     "cut_ratio",
     "generalized_cheeger_bound",
     "laplacian",

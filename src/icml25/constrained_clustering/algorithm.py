@@ -45,7 +45,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
 
-from icml25.core.validate import finite_array, number
+from icml25.core.validate import finite_array, integer, number
 
 Method = Literal["signed", "cc"]
 Solver = Literal["auto", "dense", "sparse"]
@@ -198,20 +198,40 @@ def sweep_cuts(W: sp.spmatrix, order: np.ndarray) -> np.ndarray:
     return np.cumsum(diff)[1:n]
 
 
-def sweep(G: sp.spmatrix, H: sp.spmatrix, x: np.ndarray) -> tuple[np.ndarray, float]:
-    """Best prefix of the vertices sorted by ``x``: returns (boolean mask of S, its cut ratio)."""
+def sweep(
+    G: sp.spmatrix, H: sp.spmatrix, x: np.ndarray, *, min_size: int = 1
+) -> tuple[np.ndarray, float]:
+    """Best prefix of the vertices sorted by ``x``: returns (boolean mask of S, its cut ratio).
+
+    ``min_size``: only cuts with at least that many vertices on each side (1: every prefix).
+    """
     G = as_graph(G, "G")
     H = as_graph(H, "H", G.shape[0])
-    return _sweep(G, H, vertex_vector(x, G.shape[0]))
+    min_size = _min_size(min_size, G.shape[0])
+    return _sweep(G, H, vertex_vector(x, G.shape[0]), min_size)
 
 
-def _sweep(G: sp.csr_matrix, H: sp.csr_matrix, x: np.ndarray) -> tuple[np.ndarray, float]:
-    """:func:`sweep` on checked graphs and vector."""
+def _min_size(min_size: Any, n: int) -> int:
+    """``min_size`` checked: an integer with two sides of that size fitting in ``n`` vertices."""
+    min_size = integer("min_size", min_size, low=1)
+    if 2 * min_size > n:
+        raise ValueError(
+            f"min_size must be at most half the number of vertices ({n // 2} of {n}), "
+            f"got {min_size}"
+        )
+    return min_size
+
+
+def _sweep(
+    G: sp.csr_matrix, H: sp.csr_matrix, x: np.ndarray, min_size: int = 1
+) -> tuple[np.ndarray, float]:
+    """:func:`sweep` on checked graphs and vector (``min_size`` checked too)."""
     order = np.argsort(x, kind="stable")
     cg, ch = sweep_cuts(G, order), sweep_cuts(H, order)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(ch > 0, cg / np.where(ch > 0, ch, 1.0), np.inf)
-    k = int(np.argmin(ratios))
+    # prefix k + 1 (index k) against n - k - 1 vertices: both sides at least min_size
+    k = min_size - 1 + int(np.argmin(ratios[min_size - 1 : len(ratios) - min_size + 1]))
     mask = np.zeros(G.shape[0], dtype=bool)
     mask[order[: k + 1]] = True
     return mask, float(ratios[k])
@@ -465,6 +485,7 @@ def constrained_cut(
     ridge: float = 1e-8,
     tol: float = 0.0,
     random_state: int | None = 0,
+    min_size: int = 1,
 ) -> ConstrainedCut:
     r"""Find :math:`S` with a small :math:`w_G(S,\bar S)/w_H(S,\bar S)`: eigenvector, then sweep.
 
@@ -487,6 +508,9 @@ def constrained_cut(
         ARPACK tolerance (0 = machine precision).
     random_state
         Seeds ARPACK's start vector (results are deterministic for a given value).
+    min_size
+        The sweep only considers cuts with at least ``min_size`` vertices on each side; 1 (the
+        default) is the paper's problem. It does not apply to the disconnected case below.
 
     Notes
     -----
@@ -502,6 +526,7 @@ def constrained_cut(
     Gm = as_graph(G, "G")
     n = Gm.shape[0]
     Hm = as_graph(H, "H", n)
+    min_size = _min_size(min_size, n)
     if Hm.nnz == 0:
         raise ValueError("H has no edges: every cut ratio w_G/w_H is undefined (division by zero)")
     ncomp, comp = connected_components(Gm, directed=False)
@@ -530,5 +555,5 @@ def constrained_cut(
     else:
         eigenvalue, x = cc(Gm, Hm)
         bound = eigenvalue if lower_bound else None
-    mask, ratio = _sweep(Gm, Hm, x)
+    mask, ratio = _sweep(Gm, Hm, x, min_size)
     return ConstrainedCut(_labels_from_mask(mask), ratio, eigenvalue, bound, x)
