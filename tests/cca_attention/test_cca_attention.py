@@ -475,8 +475,8 @@ def test_what_cca_cannot_do_is_refused_by_name():
         cca_attention(q, k, v, torch.ones(16, 16, dtype=torch.bool), **gw)
     with pytest.raises(ValueError, match="is_causal must be True"):
         cca_attention(q, k, v, is_causal=False, **gw)
-    with pytest.raises(ValueError, match="no attention dropout"):
-        cca_attention(q, k, v, dropout_p=0.1, **gw)
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\]"):
+        cca_attention(q, k, v, dropout_p=1.1, **gw)
     with pytest.raises(TypeError, match="share one dtype"):
         cca_attention(q.float(), k, v, **gw)
     with pytest.raises(ValueError, match="scale must be None or a positive"):

@@ -178,6 +178,19 @@ ROWS: list[tuple[str, Callable[[], Any], type[BaseException], str]] = [
         ValueError,
         "chunk",
     ),
+    # issue 70: a bad chunk is named even without a horizon (it used to name t_max)
+    (
+        "simulate chunk 0 without t_max",
+        lambda: sg.simulate(_K, _t0, _ts, chunk=0),
+        ValueError,
+        "chunk must be an integer >= 1, got 0",
+    ),
+    (
+        "simulate_adam chunk 0 without t_max",
+        lambda: sg.simulate_adam(_K, _t0, _ts, chunk=0),
+        ValueError,
+        "chunk must be an integer >= 1, got 0",
+    ),
     (
         "sign_gradient_moments rng str",
         lambda: sg.sign_gradient_moments(_K, _t0, rng="a"),

@@ -33,6 +33,17 @@ O(L (L/g + s + g)); beyond the output and its log-sum-exps (which SDPA also hold
 forward holds one head's chunk of cores and one block's buffers, O(chunk + block (s + g)),
 not O(L^2). Where the fused kernel is missing (or off the CPU), the same blocks run in
 plain PyTorch.
+
+**Dropout** (``dropout_p > 0``, SDPA's semantics: applied whenever ``dropout_p > 0``, the
+caller passes 0 in evaluation) zeroes each attention probability of the joint softmax, over
+core and raw keys alike, with probability ``p`` and scales the kept ones by ``1 / (1 - p)``.
+The probabilities are not renormalised, so the parts still merge by their (undropped)
+log-sum-exps. The keep/drop decision of an entry is a hash of one seed (drawn from torch's
+default generator per call, so ``torch.manual_seed`` reproduces it) and of the entry's
+(batch, head, query, key) index (:func:`dropout_keep`), so the backward, which recomputes
+its blocks in another order, regenerates the same mask without storing it. With dropout the
+blocks run in plain PyTorch (the fused CPU kernel takes no mask of this kind); without it
+nothing changes.
 :func:`dense_cca_attention` builds the explicit ``L x (m + L)`` mask from the rules; it
 exists for tests.
 
@@ -63,6 +74,133 @@ RAW_BLOCK = 64  # queries per block over the raw keys (at most the above; also r
 CORE_CHUNK = 256  # core tokens alive at a time in the forward (per head)
 UNIT_BYTES = 256 * 1024  # low_memory: heads per call such that cores + an output block fit
 RAW_BYTES = 64 * 1024  # inference: heads per raw-window group (one raw block's output)
+
+
+_M32 = 0xFFFFFFFF
+
+
+def _mulmod32(x: Tensor, c: int) -> Tensor:
+    """``x * c mod 2**32`` for int64 ``x`` in ``[0, 2**32)``, never overflowing int64."""
+    lo, hi = c & 0xFFFF, c >> 16
+    return (x * lo + ((x * hi) & 0xFFFF) * 65536) & _M32
+
+
+def _mix32(x: Tensor) -> Tensor:
+    """A 32-bit integer hash (lowbias32: xor-shift and multiply rounds), for the small
+    per-row and per-key tensors."""
+    x = x ^ (x >> 16)
+    x = _mulmod32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mulmod32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def _mix32_fast(x: Tensor) -> Tensor:
+    """A cheaper 32-bit hash for the per-entry pass (multipliers below ``2**28``, so one int64
+    product never overflows), in place: ``x`` in ``[0, 2**32)``."""
+    for _ in range(2):
+        x.bitwise_xor_(x >> 16).mul_(0x045D9F3B).bitwise_and_(_M32)
+    return x.bitwise_xor_(x >> 16)
+
+
+def dropout_keep(
+    seed: int,
+    p: float,
+    batch: Tensor,
+    heads: Tensor,
+    rows: Tensor,
+    keys: Tensor,
+    *,
+    n_heads: int,
+    length: int,
+    n_cores: int,
+) -> Tensor:
+    """Which attention probabilities dropout keeps: a boolean ``(len(batch), len(heads),
+    len(rows), len(keys))`` tensor, True with probability ``1 - p``, a hash of ``seed`` and of
+    each entry's index (so any block of the ``(B, H, L, m + L)`` array is drawn alike,
+    whichever order blocks are visited in). Keys ``0 .. m - 1`` are the core tokens,
+    ``m + t`` the raw key at position ``t`` (``m = n_cores``), the order of
+    :func:`dense_cca_attention`'s ``[cores, raw keys]``. Each query row (batch, head,
+    position) and each key gets its own 32-bit hash of the seed; an entry's bits are a hash
+    of their sum."""
+    lo, hi = seed & _M32, (seed >> 32) & _M32
+    row = (batch.view(-1, 1, 1) * n_heads + heads.view(1, -1, 1)) * length + rows.view(1, 1, -1)
+    r = _mix32(_mix32((row & _M32) ^ lo) ^ (row >> 32) ^ hi)
+    k = _mix32(_mix32(keys ^ hi) ^ lo)
+    x = (r.unsqueeze(-1) + k.view(1, 1, 1, -1)).bitwise_and_(_M32)
+    return _mix32_fast(x) >= round(float(p) * 2.0**32)
+
+
+class _Dropout(NamedTuple):
+    """The dropout of one call: probability, seed and the sizes that index its entries."""
+
+    p: float
+    seed: int
+    n_heads: int
+    length: int
+    n_cores: int
+
+    def factor(
+        self, bs: slice, hs: slice, rows: tuple[int, int], keys: tuple[int, int], raw: bool,
+        like: Tensor,
+    ) -> Tensor:  # fmt: skip
+        """``keep / (1 - p)`` for the batch rows ``bs``, heads ``hs``, query rows
+        ``rows[0] .. rows[1] - 1`` and keys ``keys[0] .. keys[1] - 1`` (raw positions when
+        ``raw``, else core tokens), in ``like``'s dtype and device."""
+        dev = like.device
+        off = self.n_cores if raw else 0
+        keep = dropout_keep(
+            self.seed,
+            self.p,
+            torch.arange(bs.start, bs.stop, device=dev),
+            torch.arange(hs.start, hs.stop, device=dev),
+            torch.arange(*rows, device=dev),
+            torch.arange(keys[0] + off, keys[1] + off, device=dev),
+            n_heads=self.n_heads,
+            length=self.length,
+            n_cores=self.n_cores,
+        )
+        if self.p >= 1:
+            return torch.zeros(keep.shape, dtype=like.dtype, device=dev)
+        return keep.to(like.dtype).div_(1.0 - self.p)
+
+
+Drop = Callable[[tuple[int, int], tuple[int, int], bool], Tensor]
+
+
+def _bind(dropout: _Dropout | None, like: Tensor, bs: slice, hs: slice) -> Drop | None:
+    """``dropout.factor`` for one (batch, head) slice, or None without dropout."""
+    if dropout is None:
+        return None
+    return lambda rows, keys, raw: dropout.factor(bs, hs, rows, keys, raw, like)
+
+
+def _draw_seed() -> int:
+    """A seed from torch's default generator (``torch.manual_seed`` reproduces it)."""
+    return int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
+
+
+def _check_dropout(dropout_p: Any) -> float:
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise TypeError(f"dropout_p must be a number, got {type(dropout_p).__name__}")
+    if not (0.0 <= dropout_p <= 1.0):  # also refuses NaN
+        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
+    return float(dropout_p)
+
+
+def _default_scale(d: int) -> float:
+    """SDPA's ``1 / sqrt(D)``; with ``D = 0`` every logit is 0, so any scale does."""
+    return 1.0 / math.sqrt(d) if d > 0 else 1.0
+
+
+def _empty_output(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """What SDPA returns when there is nothing to compute (a zero batch, head count, length
+    or head size): zeros of the output's shape ``(B, H, L, D)``, differentiable (zero
+    gradients of the inputs' shapes)."""
+    out = q.new_zeros(q.shape[:3] + v.shape[3:])
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        out = out + 0.0 * (q.sum() + k.sum() + v.sum())
+    return out
 
 
 def _check_sizes(length: int, group_size: int, window: int) -> None:
@@ -104,13 +242,15 @@ def _check(q: Tensor, k: Tensor, v: Tensor, group_size: int, window: int) -> Non
             f"query {tuple(q.shape)} and key {tuple(k.shape)} must agree on B, L and D "
             "(causal self-attention)"
         )
-    if q.shape[1] % k.shape[1]:
+    if k.shape[1] == 0 and q.shape[1] > 0:
+        raise ValueError(f"key has 0 heads: query heads {q.shape[1]} need at least one key head")
+    if k.shape[1] and q.shape[1] % k.shape[1]:
         raise ValueError(f"query heads {q.shape[1]} must be a multiple of key heads {k.shape[1]}")
 
 
 def expand_kv(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     """Keys and values repeated to the query's head count (GQA), as SDPA's ``enable_gqa``."""
-    rep = q.shape[1] // k.shape[1]
+    rep = q.shape[1] // k.shape[1] if k.shape[1] else 1
     if rep == 1:
         return k, v
     return k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
@@ -167,11 +307,16 @@ def cca_attention(
     so ``functools.partial(cca_attention, group_size=16, window=256)`` replaces it where a model
     calls SDPA for causal self-attention. What CCA cannot do is refused by name: an
     ``attn_mask`` (CCA's groups fix the pattern; pass ``None`` and ``is_causal=True``),
-    ``is_causal=False`` (CCA is defined causally), ``dropout_p > 0``. ``is_causal`` defaults
-    to True here (SDPA's default is False). Keys and values may have fewer heads than the
-    queries (GQA) whatever ``enable_gqa`` says (accepted for the signature). float16 and
-    bfloat16 inputs are computed in float32 and returned in their own dtype (the CPU kernel
-    has no half-precision path); all three inputs must share one dtype and device.
+    ``is_causal=False`` (CCA is defined causally). ``is_causal`` defaults to True here
+    (SDPA's default is False). ``dropout_p`` is SDPA's: with ``dropout_p > 0`` each attention
+    probability (core and raw keys alike) is zeroed with that probability and the others
+    scaled by ``1 / (1 - p)``, whatever mode the caller is in (pass 0 in evaluation, as with
+    SDPA); the mask comes from torch's default generator (see the module docstring). Keys and
+    values may have fewer heads than the queries (GQA) whatever ``enable_gqa`` says (accepted
+    for the signature). float16 and bfloat16 inputs are computed in float32 and returned in
+    their own dtype (the CPU kernel has no half-precision path); all three inputs must share
+    one dtype, device and head size. Empty inputs (a zero batch, head count, length or head
+    size) give SDPA's empty output.
 
     Queries run in blocks of ``block_size`` (default 512, rounded up to a multiple of ``g``)
     over the core tokens and of ``min(block_size, 64)`` (rounded likewise) over the raw keys
@@ -187,6 +332,8 @@ def cca_attention(
         raise TypeError(f"low_memory must be a bool, got {type(low_memory).__name__}")
     if pool not in ("attention", "mean"):
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
+    if query.numel() == 0:  # B, H, L or D is 0: nothing to attend (SDPA returns empty)
+        return _empty_output(query, key, value)
     dtype = query.dtype
     if dtype in (torch.float16, torch.bfloat16):
         query, key, value = query.float(), key.float(), value.float()
@@ -194,9 +341,11 @@ def cca_attention(
     # the kernel indexes raw storage: a strided view (a transposed last dimension) would read
     # the wrong numbers, so views are made contiguous (no copy when they already are)
     query, key, value = query.contiguous(), key.contiguous(), value.contiguous()
-    scale = 1.0 / math.sqrt(query.shape[3]) if scale is None else float(scale)
+    scale = _default_scale(query.shape[3]) if scale is None else float(scale)
     nq = _block_rows(group_size, window, block_size)
-    out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory)
+    H, L = query.shape[1], query.shape[2]
+    drop = _Dropout(float(dropout_p), _draw_seed(), H, L, L // group_size) if dropout_p else None
+    out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory, drop)
     assert isinstance(out, torch.Tensor)
     return out.to(dtype)
 
@@ -221,12 +370,7 @@ def _check_sdpa_options(
         raise ValueError(
             f"cca_attention is causal self-attention: is_causal must be True, got {is_causal!r}"
         )
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
-        raise TypeError(f"dropout_p must be a number, got {type(dropout_p).__name__}")
-    if dropout_p != 0:
-        raise ValueError(
-            f"cca_attention has no attention dropout: dropout_p must be 0, got {dropout_p}"
-        )
+    _check_dropout(dropout_p)
     if scale is not None and (
         isinstance(scale, bool)
         or not isinstance(scale, (int, float))
@@ -246,6 +390,11 @@ def _check_sdpa_options(
         raise ValueError(
             f"query, key and value must be on one device, got {q.device}, {k.device}, {v.device}"
         )
+    if v.shape[3] != q.shape[3]:
+        raise ValueError(
+            f"value's head size must be the query's (the kernel's), got {v.shape[3]} and "
+            f"{q.shape[3]}"
+        )
 
 
 def attend(
@@ -258,14 +407,21 @@ def attend(
     scale: float,
     block_size: int | None = None,
     low_memory: bool = True,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """The blocked kernel of :func:`cca_attention`, given the core tokens (from
     :func:`core_tokens`) and keys and values with the query's head count: for a caller that
     keeps the core tokens (the Hugging Face drop-in's prefill). Gradients flow to the core
-    tokens too. ``low_memory`` as in :func:`cca_attention`. Inputs are not checked."""
+    tokens too. ``low_memory`` and ``dropout_p`` as in :func:`cca_attention`. Inputs other
+    than ``dropout_p`` are not checked."""
+    dropout_p = _check_dropout(dropout_p)
+    if query.numel() == 0:
+        return _empty_output(query, key, value)
     kc, vc = cores
     nq = _block_rows(g, s, block_size)
-    out = _Attend.apply(query, key, value, kc, vc, g, s, scale, nq, low_memory)
+    H, L = query.shape[1], query.shape[2]
+    drop = _Dropout(dropout_p, _draw_seed(), H, L, kc.shape[2]) if dropout_p else None
+    out = _Attend.apply(query, key, value, kc, vc, g, s, scale, nq, low_memory, drop)
     assert isinstance(out, torch.Tensor)
     return out
 
@@ -359,11 +515,13 @@ def _merge(out: Tensor, lse: Tensor, o: Tensor, m: Tensor) -> None:
 
 
 def _part_forward(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, drop: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
     """Attention of ``q`` over ``(k, v)`` under an additive mask: output and log-sum-exp per
-    row. The fused CPU kernel where there is one, else the same in plain PyTorch."""
-    if _fused_ok(q):
+    row. The fused CPU kernel where there is one, else the same in plain PyTorch. ``drop``
+    (dropout's ``keep / (1 - p)``) multiplies the probabilities; the log-sum-exp is the
+    undropped one, so that parts merge as without dropout."""
+    if drop is None and _fused_ok(q):
         out, lse = _FLASH(q, k, v, attn_mask=mask, scale=scale)
         return out, lse
     logits = (q @ k.transpose(-1, -2)).mul_(scale)
@@ -371,7 +529,10 @@ def _part_forward(
         logits.add_(mask)
     lse = torch.logsumexp(logits, dim=-1)
     finite = torch.where(torch.isinf(lse), 0.0, lse)  # a row with no key: output 0
-    return torch.exp(logits.sub_(finite[..., None])) @ v, lse
+    probs = torch.exp(logits.sub_(finite[..., None]))
+    if drop is not None:
+        probs.mul_(drop)
+    return probs @ v, lse
 
 
 def _part_backward(
@@ -383,11 +544,14 @@ def _part_backward(
     lse: Tensor,
     mask: Tensor | None,
     scale: float,
+    drop: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients of one part of a joint softmax, given the joint output and log-sum-exp:
     ``P = exp(S - lse)``, ``dS = P (dP - rowsum(dout * out))``. Nothing of the forward's
-    probabilities is kept; they are recomputed here."""
-    if _fused_ok(q):
+    probabilities is kept; they are recomputed here. With dropout's factors ``drop`` (``D``,
+    the output being ``(P D) V``): ``dV = (P D)^T dout`` and ``dP = D (dout V^T)``, and the
+    row sum is still ``rowsum(dout * out)`` (``sum_k P_k dP_k = dout . out``)."""
+    if drop is None and _fused_ok(q):
         dq, dk, dv = _FLASH_BACKWARD(
             dout, q, k, v, out, lse, 0.0, False, attn_mask=mask, scale=scale
         )
@@ -396,14 +560,27 @@ def _part_backward(
     if mask is not None:
         logits.add_(mask)
     p = torch.exp(logits.sub_(lse[..., None]))
-    dv = p.transpose(-1, -2) @ dout
     dp = dout @ v.transpose(-1, -2)
+    if drop is None:
+        dv = p.transpose(-1, -2) @ dout
+    else:
+        dv = (p * drop).transpose(-1, -2) @ dout
+        dp.mul_(drop)
     ds = p.mul_(dp.sub_((dout * out).sum(-1, keepdim=True))).mul_(scale)
     return ds @ k, ds.transpose(-1, -2) @ q, dv
 
 
 def _raw_forward(
-    q: Tensor, k: Tensor, v: Tensor, g: int, s: int, scale: float, nr: int, out: Tensor, lse: Tensor
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: int,
+    s: int,
+    scale: float,
+    nr: int,
+    out: Tensor,
+    lse: Tensor,
+    drop: Drop | None = None,
 ) -> None:
     """Every query over its raw window alone, written into ``out`` and ``lse`` (one
     log-sum-exp per row; ``-inf`` where a row sees no raw key, only with ``s = 0``)."""
@@ -411,7 +588,8 @@ def _raw_forward(
     for r in _raw_blocks(L, g, s, nr, q.dtype):
         a, b, k0 = r.a, r.b, r.k0
         if b > k0:
-            o, m = _part_forward(q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b], r.mask, scale)
+            d = None if drop is None else drop((a, b), (k0, b), True)
+            o, m = _part_forward(q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b], r.mask, scale, d)
             out[:, :, a:b], lse[:, :, a:b] = o, m
             del o, m  # not alive during the next block's call
         else:
@@ -454,6 +632,7 @@ def _attend_forward(
     nq: int,
     low_memory: bool,
     keep_lse: bool = True,
+    dropout: _Dropout | None = None,
 ) -> tuple[Tensor, Tensor | None]:
     """Output and (with ``keep_lse``, for the backward) the per-row log-sum-exp,
     flash-style: every query first attends to its raw window; then, for one chunk of core
@@ -470,7 +649,7 @@ def _attend_forward(
     would have taken goes to longer chunks of cores (fewer, larger calls and merges: at
     B = 1, H = 8, D = 64, float32, 512 cores a chunk at 16K, 1,280 at 64K), so the forward
     holds less than SDPA, whose kernel allocates the whole array. Without ``low_memory``,
-    all heads' cores at once."""
+    all heads' cores at once. ``dropout``: see :func:`cca_attention`."""
     B, H, L, D = q.shape
     size = q.element_size()
     nr = g * -(-min(nq, RAW_BLOCK) // g)
@@ -498,9 +677,11 @@ def _attend_forward(
     for gb0, gb1, gh0, gh1 in groups:
         group = (slice(gb0, gb1), slice(gh0, gh1))
         lse_g = lse[group] if lse is not None else q.new_empty(gb1 - gb0, gh1 - gh0, L)
-        _raw_forward(q[group], k[group], v[group], g, s, scale, nr, out[group], lse_g)
+        drop_g = _bind(dropout, q, *group)
+        _raw_forward(q[group], k[group], v[group], g, s, scale, nr, out[group], lse_g, drop_g)
         for b0, b1, h0, h1 in _units((gb0, gb1, gh0, gh1), H, n):
             bs, hs = slice(b0, b1), slice(h0, h1)
+            drop = _bind(dropout, q, bs, hs)
             qh, oh = q[bs, hs], out[bs, hs]
             lh = lse_g[b0 - gb0 : b1 - gb0, h0 - gh0 : h1 - gh0]
             for ja in range(0, m, chunk):
@@ -512,7 +693,8 @@ def _attend_forward(
                     c = min(j0, jb) - ja
                     if c > 0:  # the chunk's cores that every row of the block sees
                         kv = kc[:, :, :c], vc[:, :, :c]
-                        o, m_ = _part_forward(qh[:, :, a:b], *kv, None, scale)
+                        d = None if drop is None else drop((a, b), (ja, ja + c), False)
+                        o, m_ = _part_forward(qh[:, :, a:b], *kv, None, scale, d)
                         _merge(oh[:, :, a:b], lh[:, :, a:b], o, m_)
                         del o, m_
                     lo, hi = max(j0, ja), min(jmax, jb)
@@ -523,7 +705,8 @@ def _attend_forward(
                         mask = stairs.get(key)
                         if mask is None:
                             mask = stairs[key] = _stair(r, b, lo, hi, g, s, q.dtype)
-                        o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale)
+                        d = None if drop is None else drop((r, b), (lo, hi), False)
+                        o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale, d)
                         _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
                         del o, m_
                 del kc, vc  # before the next chunk is pooled
@@ -544,8 +727,10 @@ def _attend_backward(
     s: int,
     scale: float,
     nq: int,
+    dropout: _Dropout | None = None,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    L = q.shape[2]
+    B, H, L, _ = q.shape
+    drop = _bind(dropout, q, slice(0, B), slice(0, H))
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     dkc, dvc = torch.zeros_like(kc), torch.zeros_like(vc)
     dout = dout.contiguous()
@@ -554,7 +739,8 @@ def _attend_backward(
         a, b, k0 = r.a, r.b, r.k0
         if b > k0:
             part = (dout[:, :, a:b], q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b])
-            gq, gk, gv = _part_backward(*part, out[:, :, a:b], lse[:, :, a:b], r.mask, scale)
+            d = None if drop is None else drop((a, b), (k0, b), True)
+            gq, gk, gv = _part_backward(*part, out[:, :, a:b], lse[:, :, a:b], r.mask, scale, d)
             dq[:, :, a:b] += gq
             dk[:, :, k0:b] += gk
             dv[:, :, k0:b] += gv
@@ -566,7 +752,8 @@ def _attend_backward(
             parts.append((r0, j0, j1, c.stair))
         for row, i, j, mask in parts:
             part = (dout[:, :, row:b], q[:, :, row:b], kc[:, :, i:j], vc[:, :, i:j])
-            gq, gk, gv = _part_backward(*part, out[:, :, row:b], lse[:, :, row:b], mask, scale)
+            d = None if drop is None else drop((row, b), (i, j), False)
+            gq, gk, gv = _part_backward(*part, out[:, :, row:b], lse[:, :, row:b], mask, scale, d)
             dq[:, :, row:b] += gq
             dkc[:, :, i:j] += gk
             dvc[:, :, i:j] += gv
@@ -591,23 +778,27 @@ class _Attend(torch.autograd.Function):
         scale: float,
         nq: int,
         low_memory: bool,
+        dropout: _Dropout | None,
     ) -> Tensor:
         def cores(span: Span) -> tuple[Tensor, Tensor]:
             return kc[span], vc[span]
 
         keep = any(ctx.needs_input_grad[:5])  # the backward needs the log-sum-exps
         out, lse = _attend_forward(
-            q, k, v, cores, kc.shape[2], g, s, scale, nq, low_memory, keep_lse=keep
-        )
+            q, k, v, cores, kc.shape[2], g, s, scale, nq, low_memory, keep_lse=keep,
+            dropout=dropout,
+        )  # fmt: skip
         ctx.save_for_backward(q, k, v, kc, vc, out, lse)
         ctx.sizes = (g, s, scale, nq)
+        ctx.dropout = dropout
         return out
 
     @staticmethod
     def backward(ctx: Any, dout: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, kc, vc, out, lse = ctx.saved_tensors
-        grads = _attend_backward(dout, q, k, v, kc, vc, out, lse, *ctx.sizes)
-        return (*grads, None, None, None, None, None)
+        g, s, scale, nq = ctx.sizes
+        grads = _attend_backward(dout, q, k, v, kc, vc, out, lse, g, s, scale, nq, ctx.dropout)
+        return (*grads, None, None, None, None, None, None)
 
 
 class _CCA(torch.autograd.Function):
@@ -628,6 +819,7 @@ class _CCA(torch.autograd.Function):
         pool: str,
         nq: int,
         low_memory: bool,
+        dropout: _Dropout | None,
     ) -> Tensor:
         def cores(span: Span) -> tuple[Tensor, Tensor]:  # pooled from the span's groups only
             bs, hs, js = span
@@ -637,11 +829,13 @@ class _CCA(torch.autograd.Function):
 
         keep = any(ctx.needs_input_grad[:3])  # the backward needs the log-sum-exps
         out, lse = _attend_forward(
-            q, k, v, cores, q.shape[2] // g, g, s, scale, nq, low_memory, keep_lse=keep
-        )
+            q, k, v, cores, q.shape[2] // g, g, s, scale, nq, low_memory, keep_lse=keep,
+            dropout=dropout,
+        )  # fmt: skip
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.sizes = (g, s, scale, nq)
         ctx.pool = pool
+        ctx.dropout = dropout
         return out
 
     @staticmethod
@@ -650,7 +844,9 @@ class _CCA(torch.autograd.Function):
         g, s, scale, nq = ctx.sizes
         w = _pool_weights(q, k, g, scale, ctx.pool)  # recomputed: the forward kept no cores
         kc, vc = _pool(k, w, g), _pool(v, w, g)
-        dq, dk, dv, dkc, dvc = _attend_backward(dout, q, k, v, kc, vc, out, lse, g, s, scale, nq)
+        dq, dk, dv, dkc, dvc = _attend_backward(
+            dout, q, k, v, kc, vc, out, lse, g, s, scale, nq, ctx.dropout
+        )
         m = kc.shape[2]
         if m:
             kg, vg = _groups(k, g), _groups(v, g)
@@ -663,7 +859,7 @@ class _CCA(torch.autograd.Function):
                 dlogit = w * (dw - (w * dw).sum(-1, keepdim=True)) * scale
                 dkg.addcmul_(dlogit.unsqueeze(-1), _last_queries(q, g).unsqueeze(-2))
                 _last_queries(dq, g).add_((dlogit.unsqueeze(-2) @ kg).squeeze(-2))
-        return dq, dk, dv, None, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None, None
 
 
 def _groups(x: Tensor, g: int) -> Tensor:
@@ -702,12 +898,17 @@ def dense_cca_attention(
     window: int,
     scale: float | None = None,
     pool: str = "attention",
+    dropout_p: float = 0.0,
 ) -> Tensor:
-    """The reference: an explicit ``L x (m + L)`` mask from the index rules (O(L^2))."""
+    """The reference: an explicit ``L x (m + L)`` mask from the index rules (O(L^2)).
+    ``dropout_p > 0`` multiplies the ``(B, H, L, m + L)`` probabilities by
+    :func:`dropout_keep`'s mask over the whole array (the seed drawn from torch's default
+    generator as :func:`cca_attention` draws it) and divides by ``1 - p``."""
     _check(query, key, value, group_size, window)
+    dropout_p = _check_dropout(dropout_p)
     key, value = expand_kv(query, key, value)
-    L, D = query.shape[2], query.shape[3]
-    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    B, H, L, D = query.shape
+    scale = _default_scale(D) if scale is None else scale
     kc, vc = core_tokens(query, key, value, group_size, scale, pool)
     m = kc.shape[2]
     J = visible_groups(L, group_size, window)
@@ -717,6 +918,12 @@ def dense_cca_attention(
     mask = torch.cat([core_ok, raw_ok], dim=1)
     logits = torch.cat([query @ kc.transpose(-1, -2), query @ key.transpose(-1, -2)], -1) * scale
     probs = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
+    if dropout_p:
+        keep = dropout_keep(
+            _draw_seed(), dropout_p, torch.arange(B), torch.arange(H), t, torch.arange(m + L),
+            n_heads=H, length=L, n_cores=m,
+        )  # fmt: skip
+        probs = probs * keep.to(probs.dtype) / (1.0 - dropout_p) if dropout_p < 1 else probs * 0
     return probs[..., :m] @ vc + probs[..., m:] @ value
 
 

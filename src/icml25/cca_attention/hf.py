@@ -26,6 +26,9 @@ values, keeping the core tokens for decoding.
   first real token, which is what the row alone gives; other masks (right padding, custom
   patterns) are refused. Padded batches decode with the model's own cache, not
   :class:`CCACache`. A decoding step must add one token.
+- **Dropout.** The model's attention dropout (``dropout``, which ``transformers`` passes as
+  ``config.attention_dropout`` in training and 0 in evaluation) is applied as SDPA applies
+  it: on the attention probabilities, prefill and decoding alike, whenever it is above 0.
 - **Saving.** :func:`use_cca` records its settings in ``model.config.cca_attention``, which
   ``save_pretrained`` writes; :func:`load_cca` loads such a folder and switches it back to CCA.
 """
@@ -60,7 +63,9 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
         scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
         k_full, v_full = expand_kv(query, key, value)
         if query.shape[2] == key.shape[2]:  # prefill (or no cache): the whole sequence
-            out, cores = _prefill(query, k_full, v_full, pads, group_size, window, scale, pool)
+            out, cores = _prefill(
+                query, k_full, v_full, pads, group_size, window, scale, pool, dropout
+            )
             setattr(module, "_cca_cores", cores)  # noqa: B010 - not registered buffers
             setattr(module, "_cca_pads", pads)  # noqa: B010
             setattr(module, "_cca_seen", query.shape[2])  # noqa: B010
@@ -77,7 +82,7 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
         saved: Any = getattr(module, "_cca_cores")  # noqa: B009
         if not any(pads):
             out, cores = _decode_step(
-                query, k_full, v_full, saved, t, scale, group_size, window, pool
+                query, k_full, v_full, saved, t, scale, group_size, window, pool, dropout
             )
         else:
             if k_full.shape[2] != t + 1:
@@ -96,6 +101,7 @@ def _attention_fn(group_size: int, window: int, pool: str) -> Any:
                     group_size,
                     window,
                     pool,
+                    dropout,
                 )
                 for b, p in enumerate(pads)
             ]
@@ -117,20 +123,22 @@ def _prefill(
     s: int,
     scale: float,
     pool: str,
+    dropout: float = 0.0,
 ) -> tuple[torch.Tensor, Any]:
     """The whole (padded) sequence: CCA over each row's tokens after its left padding, which
     is what the row alone gives (the model counts positions from its first real token). Pad
     positions get zeros. Returns the output and the core tokens (one pair for an unpadded
-    batch, a list of per-row pairs for a padded one)."""
+    batch, a list of per-row pairs for a padded one). ``dropout``: on the attention
+    probabilities (SDPA's ``dropout_p``)."""
     if not any(pads):
         cores = core_tokens(query, k_full, v_full, g, scale, pool)
-        return attend(query, k_full, v_full, cores, g, s, scale), cores
+        return attend(query, k_full, v_full, cores, g, s, scale, dropout_p=dropout), cores
     out = torch.zeros_like(query)
     per_row = []
     for b, p in enumerate(pads):
         q, k, v = query[b : b + 1, :, p:], k_full[b : b + 1, :, p:], v_full[b : b + 1, :, p:]
         cores = core_tokens(q, k, v, g, scale, pool)
-        out[b : b + 1, :, p:] = attend(q, k, v, cores, g, s, scale)
+        out[b : b + 1, :, p:] = attend(q, k, v, cores, g, s, scale, dropout_p=dropout)
         per_row.append(cores)
     return out, per_row
 
@@ -145,10 +153,12 @@ def _decode_step(
     g: int,
     s: int,
     pool: str,
+    dropout: float = 0.0,
 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
     """One new token at position ``t`` (counted from the row's first real token). The keys and
     values (heads expanded) are the cached suffix that ends at ``t``: the whole cache, or what
-    :class:`CCACache` kept. Returns the output ``(B, 1, H, D)`` and the core tokens."""
+    :class:`CCACache` kept. Returns the output ``(B, 1, H, D)`` and the core tokens.
+    ``dropout > 0`` drops attention probabilities as SDPA does."""
     offset = t + 1 - k_full.shape[2]  # absolute position of k_full[:, :, 0]
     kc, vc = cores
     J = max(0, (t + 1 - s) // g)
@@ -167,6 +177,8 @@ def _decode_step(
     keys = torch.cat([kc[:, :, :J], k_full[:, :, g * J - offset :]], dim=2)
     values = torch.cat([vc[:, :, :J], v_full[:, :, g * J - offset :]], dim=2)
     probs = torch.softmax((query @ keys.transpose(-1, -2)) * scale, dim=-1)
+    if dropout > 0:
+        probs = torch.nn.functional.dropout(probs, p=dropout)
     return (probs @ values).transpose(1, 2).contiguous(), (kc, vc)
 
 

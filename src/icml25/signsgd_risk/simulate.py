@@ -77,10 +77,12 @@ def as_generator(rng: object) -> np.random.Generator:
 def check_run(
     seeds: Sequence[int], t_max: float | None, times: object, chunk: int
 ) -> tuple[tuple[int, ...], np.ndarray]:
-    """The seeds and the requested times of a simulation, after checking them and ``chunk``."""
+    """The seeds and the requested times of a simulation, after checking them and ``chunk``
+    (``chunk`` before the horizon, so that a bad ``chunk`` is named even where ``t_max`` and
+    ``times`` are missing too)."""
+    integer("chunk", chunk, low=1)
     seed_list = V.seeds("seeds", seeds)
     _, t_req = check_times(t_max, times, 101)
-    integer("chunk", chunk, low=1)
     return seed_list, t_req
 
 
