@@ -36,6 +36,14 @@ def embed(encoder: Any, inputs: Any = None, *, batch_size: int = 256) -> np.ndar
     -------
     numpy.ndarray
         Finite ``(N, d)`` embeddings.
+
+    Notes
+    -----
+    The module runs where it is: each batch is moved to the device of its first parameter or
+    buffer (a module without any runs on the inputs' device), and floating inputs (arrays or
+    the mapping's values) are cast to the dtype of its first floating parameter (``float32`` for
+    a module without one); integer inputs (token ids, masks) keep theirs. The
+    embeddings come back to the host (``.cpu()``) as float64.
     """
     if isinstance(encoder, (np.ndarray, torch.Tensor)):
         if inputs is not None:
@@ -49,17 +57,17 @@ def embed(encoder: Any, inputs: Any = None, *, batch_size: int = 256) -> np.ndar
     bs = V.integer("batch_size", batch_size, low=1)
     if inputs is None:
         raise ValueError("inputs must be given when encoder is a torch.nn.Module, got None")
+    dev, dtype = _placement(encoder)
     if isinstance(inputs, Mapping):
-        batch = {k: torch.as_tensor(v) for k, v in inputs.items()}
+        batch = {k: _host_tensor(v) for k, v in inputs.items()}
         lens = {len(v) for v in batch.values()}
         if len(lens) != 1:
             raise ValueError(f"inputs must share one batch size, got sizes {sorted(lens)}")
         (n,) = lens
     else:
-        x = torch.as_tensor(np.asarray(inputs) if not isinstance(inputs, torch.Tensor) else inputs)
+        x = _host_tensor(inputs)
         if x.is_floating_point():
             V.finite_tensor("inputs", x)
-            x = x.float()
         n = len(x)
     if n < 1:
         raise ValueError("inputs must hold at least one row, got 0")
@@ -70,17 +78,41 @@ def embed(encoder: Any, inputs: Any = None, *, batch_size: int = 256) -> np.ndar
         with torch.no_grad():
             for s in range(0, n, bs):
                 if isinstance(inputs, Mapping):
-                    b = {k: v[s : s + bs] for k, v in batch.items()}
+                    b = {k: _place(v[s : s + bs], dev, dtype) for k, v in batch.items()}
                     res = encoder(**b)
                     mask = b.get("attention_mask")
                 else:
-                    res = encoder(x[s : s + bs])
+                    res = encoder(_place(x[s : s + bs], dev, dtype))
                     mask = None
                 out.append(_pool(res, mask))
     finally:
         encoder.train(was_training)
-    Z = torch.cat(out).double().numpy()
+    Z = torch.cat([z.cpu() for z in out]).double().numpy()
     return V.finite_array("embeddings", Z, ndim=2)
+
+
+def _placement(encoder: nn.Module) -> tuple[torch.device | None, torch.dtype]:
+    """The device of ``encoder``'s first parameter or buffer (``None``: it has none, the inputs
+    stay where they are) and the dtype of its first floating one (``float32`` if none)."""
+    tensors = [*encoder.parameters(), *encoder.buffers()]
+    dev = tensors[0].device if tensors else None
+    floats = [t.dtype for t in tensors if t.is_floating_point()]
+    return dev, floats[0] if floats else torch.float32
+
+
+def _host_tensor(value: Any) -> torch.Tensor:
+    """A tensor as it is (wherever it lives), anything else as a CPU tensor (never on the
+    default device: batches are moved to the encoder one at a time)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.from_numpy(np.ascontiguousarray(np.asarray(value)))
+
+
+def _place(x: torch.Tensor, dev: torch.device | None, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` on the encoder's device, floating values in its dtype (ids and masks as they are)."""
+    if x.is_floating_point():
+        x = x.to(dtype)
+    return x if dev is None else x.to(dev)
 
 
 def _pool(res: Any, mask: torch.Tensor | None) -> torch.Tensor:

@@ -103,17 +103,18 @@ def _net(n: int, seed: int) -> MultiHeadNet:
 def _train(images: np.ndarray, labels: np.ndarray, n: int, b: Budget, seed: int) -> MultiHeadNet:
     model = _net(n, seed)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    X = torch.from_numpy(images)
-    Y = torch.from_numpy(labels)
+    dev = next(model.parameters()).device  # the data go where the model is
+    X = torch.from_numpy(images).to(dev)
+    Y = torch.from_numpy(labels).to(dev)
     g = torch.Generator().manual_seed(seed)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
-    perm = torch.randperm(len(X), generator=g)
+    perm = torch.randperm(len(X), generator=g, device=g.device)
     pos = 0
     for _ in range(b.steps):
         if pos + b.batch > len(X):
-            perm, pos = torch.randperm(len(X), generator=g), 0
-        idx = perm[pos : pos + b.batch]
+            perm, pos = torch.randperm(len(X), generator=g, device=g.device), 0
+        idx = perm[pos : pos + b.batch].to(dev)
         pos += b.batch
         logits = model(X[idx])
         loss = sum(loss_fn(lg, Y[idx, h]) for h, lg in enumerate(logits))
@@ -193,9 +194,10 @@ def scratch(ctx: RunContext, b: Budget, data: Any, seeds: list[int]) -> dict[str
             model.eval()
             ev = evaluation(n)
             with torch.no_grad():
-                pred = torch.stack([lg.argmax(1) for lg in model(torch.from_numpy(ev.images))], 1)
+                x_ev = torch.from_numpy(ev.images).to(next(model.parameters()).device)
+                pred = torch.stack([lg.argmax(1) for lg in model(x_ev)], 1)
             feats = embed(model.trunk, ev.images)
-            ok = pred.numpy() == ev.labels
+            ok = pred.cpu().numpy() == ev.labels
             seen = seen_mask(ev.labels, design)
             r2_image, r2_means = _r2_pair(feats, ev.labels)
             if axis == "k" and k == K_HIGH and N == n_small:
@@ -408,9 +410,9 @@ def _text_encoder(kind: str, texts: list[str], seed: int) -> tuple[np.ndarray, s
     words = sorted({w for t in texts for w in t.split()})
     vocab = {w: i + 1 for i, w in enumerate(words)}  # 0 is padding
     ids = [[vocab[w] for w in t.split()] for t in texts]
-    input_ids = torch.zeros((len(ids), max(len(r) for r in ids)), dtype=torch.long)
+    input_ids = torch.zeros((len(ids), max(len(r) for r in ids)), dtype=torch.long, device="cpu")
     for i, r in enumerate(ids):
-        input_ids[i, : len(r)] = torch.tensor(r)
+        input_ids[i, : len(r)] = torch.tensor(r, device="cpu")  # embed moves them to the encoder
     torch.manual_seed(seed)
     Z = embed(_TinyTextEncoder(len(vocab) + 1), input_ids)
     return Z, (

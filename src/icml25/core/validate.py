@@ -283,3 +283,37 @@ def class_labels(name: str, value: Any, n: int | None = None) -> np.ndarray:
     if arr.size and arr.min() < 0:
         raise ValueError(f"{name} must hold class labels >= 0, got {int(arr.min())}")
     return arr
+
+
+def device(name: str, value: Any) -> torch.device:
+    """``value`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``) as a ``torch.device``
+    that exists on this machine; refused by ``name`` otherwise."""
+    import torch
+
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"{name} must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {value!r}"
+        ) from exc
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available()
+        and (dev.index is None or dev.index < torch.cuda.device_count()),
+        "mps": torch.backends.mps.is_available(),
+    }
+    if not available.get(dev.type, False):
+        raise ValueError(f"{name} {value!r} is not available on this machine")
+    return dev
+
+
+def module_device(model: Any) -> torch.device:
+    """Where ``model``'s first parameter (or buffer) lives; the CPU for a stateless module: the
+    device an API that wraps a model follows."""
+    import torch
+
+    for p in model.parameters():
+        return p.device
+    for b in model.buffers():
+        return b.device
+    return torch.device("cpu")

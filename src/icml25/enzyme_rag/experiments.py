@@ -249,7 +249,7 @@ def synthetic_seed(cfg: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
             positions_per_step=cfg.positions_per_step,
         )
         assert isinstance(out, torch.Tensor)
-        return out.numpy()
+        return out.cpu().numpy()
 
     arms: dict[str, np.ndarray] = {}
     ctx.progress(f"seed {seed}: sampling {n_t} x {k} sequences per arm")
@@ -303,8 +303,8 @@ def synthetic_seed(cfg: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
     with torch.no_grad():
         x_t = torch.as_tensor(bench.test_sequences[tp[:, 1]])
         for name, c in (("trained", clf), ("untrained", clf0)):
-            pos = c(x_t, torch.as_tensor(mol_test[tp[:, 0]])).numpy()
-            neg = c(x_t, torch.as_tensor(mol_test[shuffled])).numpy()
+            pos = c(x_t, torch.as_tensor(mol_test[tp[:, 0]])).cpu().numpy()
+            neg = c(x_t, torch.as_tensor(mol_test[shuffled])).cpu().numpy()
             aucs[name] = _auc(pos, neg[keep])
 
     novelty = max_identity(arms["full"], bench.sequences)

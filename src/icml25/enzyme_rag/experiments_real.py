@@ -401,8 +401,8 @@ def _run_seed(cfg: RealConfig, st: _Setup, seed: int, ctx: RunContext) -> dict[s
     untrained = type(rag.classifier_)(length=None, mol_dim=rag.mol_bits).eval()
     with torch.no_grad():
         x_t, m_t = torch.as_tensor(tokens), torch.as_tensor(mols)
-        sc = rag.classifier_(x_t, m_t).numpy()
-        sc0 = untrained(x_t, m_t).numpy()
+        sc = rag.classifier_(x_t, m_t).cpu().numpy()
+        sc0 = untrained(x_t, m_t).cpu().numpy()
     return {
         "seed": seed,
         "hmm": h,

@@ -11,6 +11,11 @@ unmasks each query position exactly once, in a random order.
 :class:`EnzymeSubstrateClassifier` is the enzyme-substrate relation classifier ``D(x, m)`` used,
 frozen, for Gumbel-softmax guidance during training. Both models accept soft one-hot sequences.
 
+Devices: the models compute on their inputs' device, in their own dtype (one-hot rows and
+molecule encodings are cast to it); :func:`oadm_loss` follows its target's device and
+:func:`sample_oadm` the model's; random draws are made on the ``generator``'s device and moved,
+so a CPU generator gives the same masks and orders for a model on any device.
+
 References
 ----------
 Retrieval Augmented Zero-Shot Enzyme Generation for Specified Substrate, ICML 2025.
@@ -25,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml25.core import validate as V
+from icml25.core.validate import module_device
 from icml25.enzyme_rag.sequences import GAP_ID, MASK_ID, N_INPUT_TOKENS, N_TOKENS
 
 __all__ = [
@@ -36,15 +42,20 @@ __all__ = [
 ]
 
 
-def _one_hot_input(x: torch.Tensor, name: str, n_channels: int) -> torch.Tensor:
-    """Long token ids -> one-hot float; soft one-hot (..., 21 or 22) -> float with n_channels."""
+def _one_hot_input(x: torch.Tensor, name: str, n_channels: int, dtype: torch.dtype) -> torch.Tensor:
+    """Long token ids -> one-hot in ``dtype``; soft one-hot (..., 21 or 22) -> ``dtype`` with
+    n_channels. The ids' range is checked where they hold values (not on the ``meta`` device)."""
     if not x.is_floating_point():
-        if x.numel() and (int(x.min()) < 0 or int(x.max()) >= n_channels):
+        if (
+            x.numel()
+            and x.device.type != "meta"
+            and (int(x.min()) < 0 or int(x.max()) >= n_channels)
+        ):
             raise ValueError(
                 f"{name} must hold token ids in [0, {n_channels}), got "
                 f"[{int(x.min())}, {int(x.max())}]"
             )
-        return F.one_hot(x, n_channels).float()
+        return F.one_hot(x, n_channels).to(dtype)
     if x.shape[-1] not in (N_TOKENS, N_INPUT_TOKENS):
         raise ValueError(
             f"{name} as a soft one-hot must have {N_TOKENS} or {N_INPUT_TOKENS} channels in its "
@@ -52,7 +63,7 @@ def _one_hot_input(x: torch.Tensor, name: str, n_channels: int) -> torch.Tensor:
         )
     if x.shape[-1] < n_channels:
         x = F.pad(x, (0, n_channels - x.shape[-1]))
-    return x[..., :n_channels]
+    return x[..., :n_channels].to(dtype)
 
 
 class AxialBlock(nn.Module):
@@ -132,7 +143,8 @@ class AxialMSADiffusion(nn.Module):
         context: torch.Tensor | None = None,
         mol: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        q = _one_hot_input(query, "query", N_INPUT_TOKENS)
+        dtype = self.token.weight.dtype
+        q = _one_hot_input(query, "query", N_INPUT_TOKENS, dtype)
         if q.ndim != 3:
             raise ValueError(
                 f"query must be (B, L) ids or (B, L, C) soft one-hot, got {tuple(query.shape)}"
@@ -146,7 +158,8 @@ class AxialMSADiffusion(nn.Module):
                 raise ValueError(
                     f"context must be (B={b}, R, L={length}) token ids, got {tuple(context.shape)}"
                 )
-            rows = torch.cat([rows, _one_hot_input(context, "context", N_INPUT_TOKENS)], 1)
+            ctx = _one_hot_input(context.to(q.device), "context", N_INPUT_TOKENS, dtype)
+            rows = torch.cat([rows, ctx], 1)
         r = rows.shape[1]
         h = self.token(rows) + self.position.weight[:length]
         types = torch.ones(r, dtype=torch.long, device=h.device)
@@ -159,7 +172,7 @@ class AxialMSADiffusion(nn.Module):
                 raise ValueError(
                     f"mol must have shape (B={b}, mol_dim={self.mol_dim}), got {tuple(mol.shape)}"
                 )
-            m = self.mol(mol.float())
+            m = self.mol(mol.to(dtype))
         mol_col = (m + self.mol_position)[:, None, None, :] + self.row_type(types)[None, :, None]
         h = torch.cat([h, mol_col.expand(b, r, 1, -1)], dim=2)  # molecule token in every row
         for block in self.blocks:
@@ -207,7 +220,8 @@ class EnzymeSubstrateClassifier(nn.Module):
         return self.seq((h * w).sum(1) / w.sum(1).clamp(min=1.0))
 
     def forward(self, x: torch.Tensor, mol: torch.Tensor) -> torch.Tensor:
-        oh = _one_hot_input(x, "x", N_TOKENS)
+        dtype = next(self.parameters()).dtype
+        oh = _one_hot_input(x, "x", N_TOKENS, dtype)
         if oh.ndim != 3 or (self.length is not None and oh.shape[1] != self.length):
             want = "L" if self.length is None else f"L={self.length}"
             raise ValueError(f"x must be (B, {want}) ids or soft one-hot, got {tuple(x.shape)}")
@@ -217,7 +231,7 @@ class EnzymeSubstrateClassifier(nn.Module):
                 f"got {tuple(mol.shape)}"
             )
         s = self._sequence(oh)
-        m = self.mol(mol.float())
+        m = self.mol(mol.to(dtype))
         return self.head(torch.cat([s, m, s * m], dim=1)).squeeze(1)
 
 
@@ -271,8 +285,9 @@ def oadm_loss(
         raise ValueError(f"target must be (B, L) token ids, got {tuple(target.shape)}")
     b, length = target.shape
     dev = target.device
-    t = torch.randint(1, length + 1, (b,), generator=generator, device=dev)
-    ranks = torch.argsort(torch.rand(b, length, generator=generator, device=dev), dim=1)
+    gdev = dev if generator is None else generator.device  # draws where the generator is
+    t = torch.randint(1, length + 1, (b,), generator=generator, device=gdev).to(dev)
+    ranks = torch.argsort(torch.rand(b, length, generator=generator, device=gdev).to(dev), dim=1)
     ranks = torch.argsort(ranks, dim=1)  # rank of each position in a random order
     mask = ranks < t[:, None]
     query = torch.where(mask, torch.full_like(target, MASK_ID), target)
@@ -301,21 +316,30 @@ def sample_oadm(
     sampling their tokens from the model's softmax at ``temperature``.
 
     Returns token ids ``(n, length)`` (gaps included; :func:`~icml25.enzyme_rag.sequences.decode`
-    drops them), and with ``return_steps`` also the step at which each position was unmasked.
+    drops them), and with ``return_steps`` also the step at which each position was unmasked,
+    on the model's device (``context`` and ``mol`` are moved there). The order and the tokens
+    are drawn on ``generator``'s device.
     """
     length = V.integer("length", length, low=1)
     n = V.integer("n", n, low=1)
     k = V.integer("positions_per_step", positions_per_step, low=1)
     temperature = V.positive("temperature", temperature)
-    x = torch.full((n, length), MASK_ID, dtype=torch.long)
-    steps = torch.full((n, length), -1, dtype=torch.long)
-    order = torch.argsort(torch.rand(n, length, generator=generator), dim=1)
-    rows = torch.arange(n)[:, None]
+    dev = module_device(model)
+    gdev = dev if generator is None else generator.device
+    context = None if context is None else context.to(dev)
+    mol = None if mol is None else mol.to(dev)
+    x = torch.full((n, length), MASK_ID, dtype=torch.long, device=dev)
+    steps = torch.full((n, length), -1, dtype=torch.long, device=dev)
+    order = torch.argsort(torch.rand(n, length, generator=generator, device=gdev), dim=1).to(dev)
+    rows = torch.arange(n, device=dev)[:, None]
     for step, start in enumerate(range(0, length, k)):
         pos = order[:, start : start + k]
         logits = model(x, context, mol)[rows, pos] / temperature  # (n, k, 21)
-        probs = torch.softmax(logits.float(), dim=-1).reshape(-1, N_TOKENS)
-        tok = torch.multinomial(probs, 1, generator=generator).reshape(pos.shape)
+        # at least float32 for the draw (a float64 model keeps its precision)
+        dtype = torch.promote_types(logits.dtype, torch.float32)
+        probs = torch.softmax(logits.to(dtype), dim=-1).reshape(-1, N_TOKENS)
+        tok = torch.multinomial(probs.to(gdev), 1, generator=generator).reshape(pos.shape)
+        tok = tok.to(dev)
         x[rows, pos] = tok
         steps[rows, pos] = step
     return (x, steps) if return_steps else x

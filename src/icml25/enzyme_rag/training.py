@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from icml25.core import validate as V
+from icml25.core.validate import module_device
 from icml25.enzyme_rag.alignment import Aligner, check_alignment, default_aligner
 from icml25.enzyme_rag.chem import molecule_features
 from icml25.enzyme_rag.model import (
@@ -94,10 +95,12 @@ def query_msas(
     return out
 
 
-def msa_batch(msas: Sequence[np.ndarray], d: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def msa_batch(
+    msas: Sequence[np.ndarray], d: int, *, device: torch.device | str | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Targets ``(B, W)`` and contexts ``(B, d, W)`` (``None`` for ``d = 0``) from per-pair
     alignments: rows ``0..d`` of each, columns that are gaps in all of them dropped, then padded
-    at the end with gaps to the batch's widest."""
+    at the end with gaps to the batch's widest. On ``device`` (default: the CPU)."""
     if not msas:
         raise ValueError("msas must hold at least one alignment, got none")
     parts = []
@@ -112,7 +115,7 @@ def msa_batch(msas: Sequence[np.ndarray], d: int) -> tuple[torch.Tensor, torch.T
     grid = np.full((len(parts), 1 + d, width), GAP_ID, dtype=np.int64)
     for i, x in enumerate(parts):
         grid[i, :, : x.shape[1]] = x
-    t = torch.as_tensor(grid)
+    t = torch.as_tensor(grid, device=device if device is not None else "cpu")
     return t[:, 0], (t[:, 1:] if d else None)
 
 
@@ -142,14 +145,17 @@ def train_classifier(
         ``(P, 2)`` (substrate index, enzyme index) positives.
     pos_weight
         BCE weight of positives (the paper uses 6.0 with its own class balance).
+
+    The classifier trains where it is (the data go to the device of its parameters).
     """
     steps = V.integer("steps", steps, low=1)
     batch_size = V.integer("batch_size", batch_size, low=2)
     lr = V.positive("lr", lr)
     pos_weight = V.positive("pos_weight", pos_weight)
-    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
+    dev = module_device(classifier)
+    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long, device=dev)
     mols = torch.as_tensor(
-        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32
+        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32, device=dev
     )
     p = _check_pairs(pairs, len(mols), len(seqs))
     positive = {(int(s), int(e)) for s, e in p}
@@ -168,9 +174,11 @@ def train_classifier(
         )
         neg = np.stack([neg_s[keep], neg_e[keep]], 1)
         both = np.concatenate([pos, neg])
-        y = torch.cat([torch.ones(len(pos)), torch.zeros(len(neg))])
         logit = classifier(seqs[both[:, 1]], mols[both[:, 0]])
-        loss = F.binary_cross_entropy_with_logits(logit, y, pos_weight=torch.tensor(pos_weight))
+        # targets and weight in the logit's dtype, on its device
+        y = torch.cat([logit.new_ones(len(pos)), logit.new_zeros(len(neg))])
+        weight = logit.new_tensor(pos_weight)
+        loss = F.binary_cross_entropy_with_logits(logit, y, pos_weight=weight)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -251,6 +259,10 @@ def train_generator(
     batch at depth ``d`` takes rows ``0..d`` of each pair's alignment, drops the columns that
     are gaps in all of them, and pads the batch's rows to one width with gaps; ``sequences``
     and ``contexts`` only validate the pairs.
+
+    The generator trains where it is (the data go to the device of its parameters); a
+    ``classifier`` on another device gets its inputs there. The masks are drawn on the CPU (a
+    seeded ``torch.Generator``), so a seed gives the same masks on any device.
     """
     steps = V.integer("steps", steps, low=1)
     batch_size = V.integer("batch_size", batch_size, low=1)
@@ -258,9 +270,10 @@ def train_generator(
     guidance_weight = V.number("guidance_weight", guidance_weight, low=0.0)
     tau = V.positive("tau", tau)
     null_mol_prob = V.probability("null_mol_prob", null_mol_prob)
-    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long)
+    dev = module_device(model)
+    seqs = torch.as_tensor(np.asarray(sequences), dtype=torch.long, device=dev)
     mols = torch.as_tensor(
-        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32
+        V.finite_array("mol_features", mol_features, ndim=2), dtype=torch.float32, device=dev
     )
     p = _check_pairs(pairs, len(mols), len(seqs))
     ctx = np.asarray(contexts, dtype=np.int64)
@@ -279,6 +292,7 @@ def train_generator(
                     f"got shape {np.shape(a)}"
                 )
     use_guidance = classifier is not None and guidance_weight > 0
+    clf_dev = dev if classifier is None else module_device(classifier)
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -291,9 +305,9 @@ def train_generator(
         d = int(depths[rng.integers(len(depths))])
         if msas is None:
             target = seqs[batch[:, 1]]
-            context = seqs[torch.as_tensor(ctx[batch[:, 0], :d])] if d else None
+            context = seqs[torch.as_tensor(ctx[batch[:, 0], :d], device=dev)] if d else None
         else:
-            target, context = msa_batch([msas[i] for i in pick], d)
+            target, context = msa_batch([msas[i] for i in pick], d, device=dev)
         m = mols[batch[:, 0]]
         has_mol = bool(rng.random() >= null_mol_prob)  # whole batch conditioned or not
         out = oadm_loss(
@@ -305,17 +319,19 @@ def train_generator(
             generator=gen,
         )
         loss = out.loss
-        g_term = torch.zeros(())
+        g_term = torch.zeros((), dtype=loss.dtype, device=dev)
         if use_guidance and has_mol:
             assert classifier is not None
             soft = F.gumbel_softmax(out.logits, tau=tau, hard=False)
-            x_star = torch.where(out.mask[..., None], soft, F.one_hot(target, N_TOKENS).float())
+            hard = F.one_hot(target, N_TOKENS).to(soft.dtype)
+            x_star = torch.where(out.mask[..., None], soft, hard)
             if getattr(classifier, "length", None) not in (None, target.shape[1]):
                 raise ValueError(
                     f"a classifier of fixed length {classifier.length} cannot guide rows of "
                     f"width {target.shape[1]}: use EnzymeSubstrateClassifier(length=None)"
                 )
-            g_term = (1 - torch.sigmoid(classifier(x_star, m))).mean()
+            verdict = classifier(x_star.to(clf_dev), m.to(clf_dev)).to(dev)
+            g_term = (1 - torch.sigmoid(verdict)).mean()
             loss = loss + guidance_weight * g_term
         opt.zero_grad()
         loss.backward()
@@ -357,7 +373,11 @@ class EnzymeRAG:
     classifier_batch_size
         Pairs a classifier step (half positives, half negatives).
     classifier
-        A trained classifier to use (frozen) instead of training one.
+        A trained classifier to use (frozen) instead of training one; it stays on its device.
+    device
+        Where the models this builds train and sample (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a
+        ``torch.device``). Their initial weights and every random draw are the same on every
+        device (made on the CPU); generated tokens come back to the host.
     seed
         Seed of every random choice.
 
@@ -386,6 +406,7 @@ class EnzymeRAG:
         mol_bits: int = 256,
         null_mol_prob: float = 0.0,
         classifier: EnzymeSubstrateClassifier | None = None,
+        device: str | torch.device = "cpu",
         seed: int = 0,
     ) -> None:
         self.d = d
@@ -404,6 +425,7 @@ class EnzymeRAG:
         self.mol_bits = mol_bits
         self.null_mol_prob = null_mol_prob
         self.classifier = classifier
+        self.device = device
         self.seed = seed
 
     def _resolve_aligner(self) -> Aligner | None:
@@ -424,6 +446,7 @@ class EnzymeRAG:
         pair's target and retrieved enzymes are aligned by the aligner), or, with
         ``aligner="none"``, aligned rows of one length (strings or token ids)."""
         d = V.integer("d", self.d, low=1)
+        dev = self.device_ = V.device("device", self.device)
         clf_batch = V.integer("classifier_batch_size", self.classifier_batch_size, low=2)
         depths = list(self.depths) if self.depths is not None else [d]
         aligner = self._resolve_aligner()
@@ -473,7 +496,7 @@ class EnzymeRAG:
         if self.classifier is None:
             clf = EnzymeSubstrateClassifier(
                 length=self.length_ if aligner is None else None, mol_dim=self.mol_bits
-            )
+            ).to(dev)  # initialised on the CPU: the same weights on every device
             train_classifier(
                 clf,
                 sequences=tokens,
@@ -492,7 +515,7 @@ class EnzymeRAG:
             heads=self.heads,
             layers=self.layers,
             max_length=max_length,
-        )
+        ).to(dev)
         self.history_ = train_generator(
             self.model_,
             sequences=tokens,
@@ -550,6 +573,7 @@ class EnzymeRAG:
                 raise ValueError("smiles must be given to retrieve context rows (d > 0)")
             context = self.retrieve(smiles, d=dd) if dd > 0 and smiles is not None else None
         ctx = None
+        dev = module_device(self.model_)  # the inputs go where the generator is
         width = self.length_ if length is None else V.integer("length", length, low=1)
         if context is not None:
             c = np.asarray(context, dtype=np.int64)
@@ -563,10 +587,11 @@ class EnzymeRAG:
                     f"generator's max_length={self.model_.max_length}"
                 )
             width = c.shape[1]
-            ctx = torch.as_tensor(c)[None].expand(n, -1, -1)
+            ctx = torch.as_tensor(c, device=dev)[None].expand(n, -1, -1)
         mol = None
         if smiles is not None:
-            mol = torch.as_tensor(molecule_features([smiles], n_bits=self.mol_bits)).expand(n, -1)
+            feats = molecule_features([smiles], n_bits=self.mol_bits)
+            mol = torch.as_tensor(feats, device=dev).expand(n, -1)
         gen = torch.Generator().manual_seed(seed)
         out = sample_oadm(
             self.model_,
@@ -579,7 +604,7 @@ class EnzymeRAG:
             generator=gen,
         )
         assert isinstance(out, torch.Tensor)
-        return out.numpy()
+        return out.cpu().numpy()
 
     def generate(
         self, smiles: str, *, n: int = 10, d: int | None = None, seed: int = 0

@@ -163,8 +163,9 @@ class WorldModel:
             if w.isdigit() or w in ("OPEN", "CLOSED", "ON", "OFF")
         ]
         names = [int(t) for t in VOCAB.plan_tokens if not VOCAB.words[int(t)].startswith("[")]
-        # the last allowed token ends a sequence (decode's convention with ``restrict``)
-        self._allowed = torch.tensor([*sorted(set(fb + other + names)), VOCAB.end])
+        # the last allowed token ends a sequence (decode's convention with ``restrict``); a
+        # host-side constant that decode moves to the model's device
+        self._allowed = torch.tensor([*sorted(set(fb + other + names)), VOCAB.end], device="cpu")
 
     @staticmethod
     def prompt(task: Task, plan: str) -> Prompt:
@@ -472,7 +473,7 @@ def pretrain_base(
     share = V.probability("copy_share", copy_share)
     copies = V.integer("copies", copies, low=0)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    rng = random.Random(int(torch.randint(2**31 - 1, (1,), generator=gen)))
+    rng = random.Random(int(torch.randint(2**31 - 1, (1,), generator=gen, device=gen.device)))
     names = sorted({t.name for t in tasks})
     write = [_example(t, [], None) for t in tasks]
     copy: list[tuple[Prompt, list[int]]] = []
@@ -548,7 +549,7 @@ def train_equilibrium(
     ratios = [V.probability("feedback_ratios", r) for r in feedback_ratios]
     replay = V.probability("replay", replay)
     gen = generator if generator is not None else torch.Generator().manual_seed(0)
-    rng = random.Random(int(torch.randint(2**31 - 1, (1,), generator=gen)))
+    rng = random.Random(int(torch.randint(2**31 - 1, (1,), generator=gen, device=gen.device)))
     planner = TransformerPlanner(model)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-3)
     log = TrainLog()

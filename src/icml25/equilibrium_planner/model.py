@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml25.core import validate as V
+from icml25.core.validate import module_device
 from icml25.equilibrium_planner.env import (
     ACTIONS,
     CATALOGUE,
@@ -86,7 +87,8 @@ class Vocab:
         self.end = self.index["[END]"]
         plan = [f"[{a}]" for a in ACTIONS] + ["[END]", *ROOMS, *CATALOGUE]
         plan += [str(i) for i in range(MAX_ID + 1)]
-        self.plan_tokens = torch.tensor([self.index[w] for w in plan])
+        # a host-side constant (token ids, not data): decode moves it to the model's device
+        self.plan_tokens = torch.tensor([self.index[w] for w in plan], device="cpu")
 
     def __len__(self) -> int:
         return len(self.words)
@@ -96,8 +98,9 @@ class Vocab:
 
 
 VOCAB = Vocab()
-_ID_TOKENS = torch.tensor([VOCAB.index[str(i)] for i in range(1, MAX_ID + 1)])
-_SEGMENTS = torch.tensor([VOCAB.index[w] for w in ("<bos>", "<fb>", "<draft>", "<ans>")])
+# plain ints: the model makes its buffers from them where it is built
+_ID_TOKENS = tuple(VOCAB.index[str(i)] for i in range(1, MAX_ID + 1))
+_SEGMENTS = tuple(VOCAB.index[w] for w in ("<bos>", "<fb>", "<draft>", "<ans>"))
 _WORD = re.compile(r"\[\w+\]|<([^<>]*)>|\((\d+)\)|\S+")
 
 
@@ -366,8 +369,13 @@ class PlanTransformer(nn.Module):
         if self.pointer:
             self.p_query = nn.Linear(d_model, d_model)
             self.p_key = nn.Linear(d_model, d_model)
-        self.register_buffer("id_tokens", _ID_TOKENS.clone(), persistent=False)
-        self.register_buffer("segment_tokens", _SEGMENTS.clone(), persistent=False)
+        # built on the device the parameters are built on (``with torch.device(...)``), and
+        # moved with them by ``.to(...)``
+        dev = self.tok.weight.device
+        self.register_buffer("id_tokens", torch.tensor(_ID_TOKENS, device=dev), persistent=False)
+        self.register_buffer(
+            "segment_tokens", torch.tensor(_SEGMENTS, device=dev), persistent=False
+        )
         if tied:
             # one table for every channel and the output: copying an object's id from its
             # context position then raises exactly that id's logit
@@ -396,17 +404,18 @@ class PlanTransformer(nn.Module):
         the cached ones too; the pointer can point to the positions of the first call (the
         prompt)."""
         total, n = valid.shape[1], tok.shape[1]
+        dev = tok.device
         if total > self.max_len:
             raise ValueError(f"sequence length must be <= max_len={self.max_len}, got {total}")
         cached = past is not None and len(past) > 0
         if cached and past is not None:
             last_pos, seg_now = past[len(self.blocks)]
-            pos = last_pos[:, None] + torch.arange(1, n + 1)[None, :]
+            pos = last_pos[:, None] + torch.arange(1, n + 1, device=dev)[None, :]
             seg = seg_now[:, None].expand(-1, n)
         else:
             markers: torch.Tensor = self.segment_tokens  # type: ignore[assignment]
             marker = torch.isin(tok, markers)
-            idx = torch.arange(n)[None, :].expand_as(tok)
+            idx = torch.arange(n, device=dev)[None, :].expand_as(tok)
             start = torch.where(marker, idx, torch.full_like(idx, -1)).cummax(dim=1).values
             pos = idx - start  # left padding before <bos> gets a position it never uses
             seg = marker.long().cumsum(1)
@@ -418,8 +427,8 @@ class PlanTransformer(nn.Module):
         seg = seg.clamp(max=len(_SEGMENTS))
         x = self.tok(tok) + self.ids(ids) + self.room(room) + self.pos(pos) + self.seg(seg)
         # query i sits at absolute position total - n + i
-        q_at = torch.arange(total - n, total)[:, None]
-        k_at = torch.arange(total)[None, :]
+        q_at = torch.arange(total - n, total, device=dev)[:, None]
+        k_at = torch.arange(total, device=dev)[None, :]
         causal, eye = k_at <= q_at, k_at == q_at  # rows of the last n positions only
         mask = (causal & valid[:, None, None, :]) | eye  # (b, 1, n, total)
         for k, blk in enumerate(self.blocks):
@@ -452,9 +461,14 @@ class PlanTransformer(nn.Module):
 
 
 def collate(
-    prompts: Sequence[Prompt], targets: Sequence[Sequence[int]] | None = None, *, left: bool
+    prompts: Sequence[Prompt],
+    targets: Sequence[Sequence[int]] | None = None,
+    *,
+    left: bool,
+    device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Pad prompts (+ targets) to one length. Returns tok, ids, room, valid, loss mask."""
+    """Pad prompts (+ targets) to one length. Returns tok, ids, room, valid, loss mask, on
+    ``device`` (default: the CPU; assembled on the host and moved in one copy)."""
     rows = []
     for k, p in enumerate(prompts):
         t = list(targets[k]) if targets is not None else []
@@ -467,14 +481,16 @@ def collate(
             )
         )
     n = max(len(r[0]) for r in rows)
-    out = torch.zeros(4, len(rows), n, dtype=torch.long)
-    valid = torch.zeros(len(rows), n, dtype=torch.bool)
+    out = torch.zeros(4, len(rows), n, dtype=torch.long, device="cpu")
+    valid = torch.zeros(len(rows), n, dtype=torch.bool, device="cpu")
     for k, r in enumerate(rows):
         m = len(r[0])
         sl = slice(n - m, n) if left else slice(0, m)
         for c in range(4):
-            out[c, k, sl] = torch.tensor(r[c])
+            out[c, k, sl] = torch.tensor(r[c], dtype=torch.long, device="cpu")
         valid[k, sl] = True
+    if device is not None:
+        out, valid = out.to(device), valid.to(device)
     return out[0], out[1], out[2], valid, out[3].bool()
 
 
@@ -489,13 +505,17 @@ def decode(
 ) -> list[list[int]]:
     """Sample continuations token by token (``top_k=1`` is greedy) until ``[END]``.
 
-    ``restrict`` limits the output to a set of token ids (default: plan tokens)."""
+    ``restrict`` limits the output to a set of token ids (default: plan tokens). Decoding runs
+    on the model's device; the top-k draws are made on ``generator``'s device (a CPU generator
+    gives the same draws for a model on any device)."""
     allowed = VOCAB.plan_tokens if restrict is None else restrict
     stop = VOCAB.end if restrict is None else int(allowed[-1])
-    tok, ids, room, valid, _ = collate(prompts, left=True)
+    dev = module_device(model)
+    allowed = allowed.to(dev)
+    tok, ids, room, valid, _ = collate(prompts, left=True, device=dev)
     b = len(prompts)
     out: list[list[int]] = [[] for _ in range(b)]
-    done = torch.zeros(b, dtype=torch.bool)
+    done = torch.zeros(b, dtype=torch.bool, device=dev)
     was_training = model.training
     model.eval()
     past: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -512,7 +532,8 @@ def decode(
                 kk = min(top_k, sub.shape[1])
                 vals, idx = sub.topk(kk, dim=-1)
                 probs = torch.softmax(vals, dim=-1)
-                choice = idx.gather(1, torch.multinomial(probs, 1, generator=generator)).squeeze(1)
+                draw = torch.multinomial(probs.to(generator.device), 1, generator=generator)
+                choice = idx.gather(1, draw.to(dev)).squeeze(1)
             nxt = allowed[choice]
             for k, (t, d) in enumerate(zip(nxt.tolist(), done.tolist(), strict=True)):
                 if not d:
@@ -520,23 +541,25 @@ def decode(
             done |= nxt == stop
             if bool(done.all()):
                 break
-            zeros = torch.zeros(b, 1, dtype=torch.long)
+            zeros = torch.zeros(b, 1, dtype=torch.long, device=dev)
             new = (nxt[:, None], zeros, zeros)
-            valid = torch.cat([valid, torch.ones(b, 1, dtype=torch.bool)], 1)
+            valid = torch.cat([valid, torch.ones(b, 1, dtype=torch.bool, device=dev)], 1)
     model.train(was_training)
     return out
 
 
 class _LoRAQV(nn.Module):
     """A low-rank update of the query and value rows of a fused ``qkv`` weight ``(3d, d)``:
-    ``W_q + s B_q A_q`` and ``W_v + s B_v A_v`` with ``s = alpha / rank``; ``B`` starts at 0."""
+    ``W_q + s B_q A_q`` and ``W_v + s B_v A_v`` with ``s = alpha / rank``; ``B`` starts at 0.
+    Built on the device and in the dtype of the weight it adapts."""
 
-    def __init__(self, d: int, rank: int, alpha: float) -> None:
+    def __init__(self, w: torch.Tensor, rank: int, alpha: float) -> None:
         super().__init__()
-        self.a_q = nn.Parameter(torch.randn(rank, d) / d**0.5)
-        self.b_q = nn.Parameter(torch.zeros(d, rank))
-        self.a_v = nn.Parameter(torch.randn(rank, d) / d**0.5)
-        self.b_v = nn.Parameter(torch.zeros(d, rank))
+        d, dev, dt = w.shape[1], w.device, w.dtype
+        self.a_q = nn.Parameter(torch.randn(rank, d, device=dev, dtype=dt) / d**0.5)
+        self.b_q = nn.Parameter(torch.zeros(d, rank, device=dev, dtype=dt))
+        self.a_v = nn.Parameter(torch.randn(rank, d, device=dev, dtype=dt) / d**0.5)
+        self.b_v = nn.Parameter(torch.zeros(d, rank, device=dev, dtype=dt))
         self.scale = alpha / rank
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
@@ -574,7 +597,7 @@ def lora_steps(
     adapters: list[nn.Module] = []
     for blk in model.blocks:
         assert isinstance(blk, _Block)
-        lora = _LoRAQV(blk.qkv.in_features, rank, alpha)
+        lora = _LoRAQV(blk.qkv.weight, rank, alpha)
         parametrize.register_parametrization(blk.qkv, "weight", lora)
         adapters.append(lora)
     params = [p for a in adapters for p in a.parameters()]
@@ -608,13 +631,15 @@ def train_steps(
 ) -> list[float]:
     """``steps`` optimiser steps of teacher-forced cross-entropy on the target tokens only
     (the prompt is masked out, as ``prompt_loss_weight=0`` in the official trainer). Batches
-    are drawn uniformly with replacement, or in proportion to ``weights`` (one per example)."""
+    are drawn uniformly with replacement, or in proportion to ``weights`` (one per example),
+    on ``generator``'s device; the batches go to the model's device."""
     losses: list[float] = []
     if not examples or steps <= 0:
         return losses
+    dev = module_device(model)
     w = None
     if weights is not None:
-        w = torch.as_tensor(list(weights), dtype=torch.float64)
+        w = torch.as_tensor(list(weights), dtype=torch.float64, device=generator.device)
         if w.shape != (len(examples),) or not bool((w >= 0).all()) or float(w.sum()) <= 0:
             raise ValueError(
                 f"weights must be {len(examples)} non-negative numbers, not all 0, got "
@@ -624,12 +649,14 @@ def train_steps(
     for _ in range(steps):
         size = min(batch_size, len(examples))
         if w is None:
-            pick = torch.randint(len(examples), (size,), generator=generator)
+            pick = torch.randint(
+                len(examples), (size,), generator=generator, device=generator.device
+            )
         else:
             pick = torch.multinomial(w, size, replacement=True, generator=generator)
-        batch = [examples[int(i)] for i in pick]
+        batch = [examples[i] for i in pick.tolist()]
         tok, ids, room, valid, lmask = collate(
-            [p for p, _ in batch], [t for _, t in batch], left=False
+            [p for p, _ in batch], [t for _, t in batch], left=False, device=dev
         )
         logits = model(tok, ids, room, valid)
         # position j predicts token j + 1: loss where token j + 1 is a target token

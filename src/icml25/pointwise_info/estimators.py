@@ -46,6 +46,7 @@ from torch.nn import functional as F
 from icml25.core import validate as V
 from icml25.core.metrics import check_labels
 from icml25.core.models import MLP, TrainConfig, train
+from icml25.core.validate import module_device
 from icml25.pointwise_info.confidence import fit_temperature, softmax
 
 LN2 = math.log(2.0)
@@ -88,34 +89,6 @@ def _seed(value: Any) -> int:
     return V.integer("random_state", value, low=0)
 
 
-def _device(value: Any) -> torch.device:
-    """``device`` as a ``torch.device`` that exists on this machine (clear error otherwise)."""
-    try:
-        dev = torch.device(value)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {value!r}"
-        ) from exc
-    available = {
-        "cpu": True,
-        "cuda": torch.cuda.is_available()
-        and (dev.index is None or dev.index < torch.cuda.device_count()),
-        "mps": torch.backends.mps.is_available(),
-    }
-    if not available.get(dev.type, False):
-        raise ValueError(f"device {value!r} is not available on this machine")
-    return dev
-
-
-def _model_device(model: nn.Module) -> torch.device:
-    """Where ``model``'s first parameter (or buffer) lives; the CPU for a stateless module."""
-    for p in model.parameters():
-        return p.device
-    for b in model.buffers():
-        return b.device
-    return torch.device("cpu")
-
-
 def _num_classes(value: Any) -> int | None:
     return None if value is None else V.integer("num_classes", value, low=2)
 
@@ -124,7 +97,7 @@ def _apply(model: nn.Module, x: torch.Tensor, name: str, what: str = "model") ->
     """``model(x)``, with a clear error when the model cannot take ``x`` (wrong feature count,
     wrong image shape)."""
     try:
-        out: torch.Tensor = model(x.to(_model_device(model)))
+        out: torch.Tensor = model(x.to(module_device(model)))
     except RuntimeError as exc:
         raise ValueError(
             f"{what} cannot be applied to {name} of shape {tuple(x.shape)} (samples of shape "
@@ -181,7 +154,7 @@ def null_model_logits(model: nn.Module, zeros: torch.Tensor) -> np.ndarray:
     for m in probe.modules():
         if isinstance(m, nn.modules.batchnorm._BatchNorm):
             m.train()
-    out = probe(zeros.to(_model_device(probe))).double().mean(dim=0)
+    out = probe(zeros.to(module_device(probe))).double().mean(dim=0)
     return out.cpu().numpy()
 
 
@@ -370,7 +343,7 @@ class PVI(_PointwiseScores):
         if not isinstance(self.calibrate, (bool, np.bool_)):
             raise ValueError(f"calibrate must be True or False, got {self.calibrate!r}")
         _seed(self.random_state)
-        self.device_ = _device(self.device)
+        self.device_ = V.device("device", self.device)
         _callable_or_none("progress", self.progress)
         _check_positive_int("batch_size", self.batch_size)
         _check_positive("lr", self.lr)
@@ -472,7 +445,7 @@ class PVI(_PointwiseScores):
         else:
             g = self._new_model(x, k)
             _logits(g, x[:2], 2, "the model built by model_fn")  # fails here, clearly
-            dev = _model_device(g)
+            dev = module_device(g)
             self._train(g, x.to(dev), yt.to(dev))
         out_k = predict_logits(g, x[:1]).shape[1]
         if out_k != k:
@@ -492,7 +465,7 @@ class PVI(_PointwiseScores):
                 ) from exc
         elif isinstance(self.null, str) and self.null == "train":
             n0 = self._new_model(x, k)
-            dev = _model_device(n0)
+            dev = module_device(n0)
             self._train_null(n0, torch.zeros_like(x, device=dev), yt.to(dev))
             self.null_model_ = n0
             null_logits = null_model_logits(n0, zeros)
@@ -710,7 +683,7 @@ class PMI(_PointwiseScores):
         _callable_or_none("feature_extractor", self.feature_extractor)
         _callable_or_none("progress", self.progress)
         seed = _seed(self.random_state)
-        dev = self.device_ = _device(self.device)
+        dev = self.device_ = V.device("device", self.device)
         feats = _features(self.feature_extractor, X)
         if feats.dim() != 2:
             raise ValueError(f"features must be 2-D (n, d), got shape {tuple(feats.shape)}")
@@ -757,7 +730,7 @@ class PMI(_PointwiseScores):
                 f"features must be (n, {self.n_features_}) like the fitted ones, got "
                 f"{tuple(feats.shape)}"
             )
-        dev = _model_device(self.critic_)
+        dev = module_device(self.critic_)
         feats, eye = feats.to(dev), torch.eye(self.n_classes_, device=dev)
         s = torch.cat([self.critic_(feats[i : i + 4096], eye) for i in range(0, len(feats), 4096)])
         s = s.double().cpu()
