@@ -65,7 +65,7 @@ def main() -> None:
     y1 = np.repeat([4, 5], 300)
     torch.manual_seed(0)
     base = DriftCalibratedLearner(
-        TinyViT(dim=64, depth=3), rank=8, epochs_first=1, epochs=3, lr=0.005
+        TinyViT(dim=64, depth=3), rank=8, epochs_first=1, epochs=3, optimizer="sgd", lr=0.005
     ).fit_task(X0, y0)
 
     print("\nfit_task of one task (600 images, 3 epochs)")

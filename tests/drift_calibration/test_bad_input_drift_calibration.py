@@ -46,6 +46,12 @@ CASES = [
     ("learner backbone", lambda: DriftCalibratedLearner("net"), TypeError, "backbone must be"),
     ("learner rank", lambda: DriftCalibratedLearner(_mlp(), rank=0), ValueError, "rank must be"),
     ("learner lr", lambda: DriftCalibratedLearner(_mlp(), lr=-1.0), ValueError, "lr must be"),
+    (
+        "learner optimizer",
+        lambda: DriftCalibratedLearner(_mlp(), optimizer="rmsprop"),
+        ValueError,
+        "optimizer must be one of ['adam', 'sgd'], got 'rmsprop'",
+    ),
     ("learner flag", lambda: DriftCalibratedLearner(_mlp(), lora=1), ValueError, "lora must be"),
     ("learner sigma", lambda: DriftCalibratedLearner(_mlp(), sigma=NAN), ValueError, "sigma"),
     (

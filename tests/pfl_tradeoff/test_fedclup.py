@@ -124,6 +124,42 @@ def test_softmax_and_torch_gradients_match_finite_differences():
     assert tp.grad(w0)[3] == pytest.approx(num3, rel=1e-2, abs=1e-4)
 
 
+def test_softmax_predict_gives_labels_and_scores_have_their_own_names():
+    """Issue 69 item 3: ``predict`` returned ``(n, K)`` scores, so the accuracy line
+    ``np.mean(problem.predict(w, X) == y)`` failed to broadcast. Labels are the argmax of the
+    scores ``X W``, probabilities their softmax; a client's model from fedclup scores well."""
+    rng = np.random.default_rng(1)
+    K, d = 3, 4
+    W_true = rng.normal(size=(d, K)) * 3
+    X = rng.normal(size=(120, d))
+    y = (X @ W_true).argmax(1)
+    clients = [SoftmaxRegression(X[i::2], y[i::2], K) for i in range(2)]
+    res = fedclup(clients, lam=0.1, rounds=30, local_steps=20)
+    sm, w = clients[0], res.w_locals[0]
+    scores = sm.decision_function(w, X)
+    np.testing.assert_allclose(scores, X @ w.reshape(d, K), rtol=1e-12)  # W = w.reshape(d, K)
+    labels = sm.predict(w, X)
+    assert labels.shape == (120,) and labels.dtype == np.int64
+    np.testing.assert_array_equal(labels, scores.argmax(1))
+    proba = sm.predict_proba(w, X)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(proba, np.exp(scores) / np.exp(scores).sum(1, keepdims=True))
+    np.testing.assert_array_equal(proba.argmax(1), labels)
+    accuracy = np.mean(sm.predict(w, X) == y)  # the user's line
+    assert accuracy > 0.9, accuracy  # linearly separable labels from X W_true
+    # the training loss's probabilities are the same function
+    np.testing.assert_allclose(sm.predict_proba(w, sm.X), sm._probs(w), rtol=1e-12)
+    # least squares predicts values X w
+    ls = LeastSquares(X, X[:, 0])
+    np.testing.assert_allclose(ls.predict(np.eye(d)[0], X), X[:, 0], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"X must have 4 columns \(as the training X\), got 3"):
+        sm.predict(w, X[:, :3])
+    with pytest.raises(ValueError, match=r"w must have the model dimension 12, got 4"):
+        sm.predict(w[:4], X)
+    with pytest.raises(ValueError, match=r"X"):
+        sm.decision_function(w, np.full((2, d), np.nan))
+
+
 def test_adaptive_lambda_is_the_codes_rule():
     assert adaptive_lambda(1.0, 200) == pytest.approx(5 / 200)
     assert adaptive_lambda(0.01, 200) == pytest.approx(5 / (math.sqrt(200) * 0.01))

@@ -1,6 +1,7 @@
 """Semantic drift calibration for task-agnostic class-incremental learning (Wu et al., ICML 2025).
 
-Library: :class:`DriftCalibratedLearner` (per-task LoRA summed over tasks, cosine heads,
+Library: :class:`DriftCalibratedLearner` (per-task LoRA summed over tasks, cosine heads, Adam by
+default, a :class:`DivergenceWarning` when training diverges,
 ``fit_task`` / ``predict`` with no task id), its parts as functions (:func:`mean_shift`,
 :func:`shrink_covariance`, :func:`precision_from_features`, :func:`mahalanobis_pair_loss`,
 :func:`feature_distillation_loss`, :func:`cosine_logits`), the adapters (:class:`LoRALinear`,
@@ -22,7 +23,7 @@ from icml25.drift_calibration.calibration import (
     shrink_covariance,
     task_accuracies,
 )
-from icml25.drift_calibration.learner import DriftCalibratedLearner
+from icml25.drift_calibration.learner import DivergenceWarning, DriftCalibratedLearner
 from icml25.drift_calibration.lora import (
     LoRALinear,
     active_adapters,
@@ -32,6 +33,7 @@ from icml25.drift_calibration.lora import (
 )
 
 __all__ = [
+    "DivergenceWarning",
     "DriftCalibratedLearner",
     "LoRALinear",
     "TinyViT",

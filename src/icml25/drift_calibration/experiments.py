@@ -198,6 +198,7 @@ def _run_seed(cfg: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
         rank=cfg.rank,
         epochs_first=cfg.epochs_first,
         epochs=cfg.epochs,
+        optimizer="sgd",  # the paper's; the library's default became Adam (issue 69)
         lr=cfg.lr,
         align_samples=cfg.align_samples,
         random_state=seed,

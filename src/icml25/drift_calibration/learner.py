@@ -1,11 +1,16 @@
 """The class-incremental learner: per-task LoRA, cosine heads, and the semantic drift
 calibration (mean-shift compensation, covariance calibration, self-distillation, classifier
-alignment from Gaussian class statistics)."""
+alignment from Gaussian class statistics).
+
+Long by design: one class holds the whole per-task protocol (training with divergence checks,
+the three calibrations and the alignment), which reads top to bottom as the paper's Algorithm 1;
+split, its steps would have to pass the learner's state between modules."""
 
 from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +28,23 @@ from icml25.drift_calibration.calibration import (
     precision_from_features,
 )
 from icml25.drift_calibration.lora import active_adapters, add_lora, add_task_adapters
+
+DEFAULT_LR = {"adam": 1e-3, "sgd": 0.01}
+"""Learning rate of each ``optimizer`` when ``lr=None``: Adam 1e-3 (robust to the feature
+scale, see the class docstring), SGD 0.01 (the paper's, tuned for a ViT-B/16)."""
+
+DIVERGENCE_FACTOR = 3.0
+"""A task's training warns (:class:`DivergenceWarning`) when an epoch's mean cross-entropy
+exceeds ``DIVERGENCE_FACTOR * max(ln k, CE_0)``: ``k`` is the task's number of classes, ``ln k``
+what a uniform guess scores, and ``CE_0`` the cross-entropy of the task's first batch before
+any step (a random cosine head can start above ``ln k``). Above it the loss has grown to three
+times its start and the head is confidently wrong (geometric-mean probability of the true
+class below ``k ** -3``)."""
+
+
+class DivergenceWarning(RuntimeWarning):
+    """A task's training cross-entropy grew far above its start and a uniform guess's (see
+    :data:`DIVERGENCE_FACTOR`): the learning rate is likely too large for the backbone."""
 
 
 def _is_loader(X: Any) -> bool:
@@ -104,8 +126,17 @@ class DriftCalibratedLearner:
         ``False`` freezes the backbone entirely (only heads train: the "alignment only" ablation).
     epochs_first, epochs
         Epochs on task 0 and on later tasks (20 and 10 in the paper).
-    lr, batch_size, scale
-        SGD (momentum 0.9, cosine schedule) learning rate, batch size, cosine-logit scale ``s``.
+    optimizer, lr
+        ``"adam"`` (default) or ``"sgd"`` (momentum 0.9, the paper's), both with a cosine
+        schedule over the task's epochs; ``lr=None`` takes :data:`DEFAULT_LR` (Adam 1e-3, SGD
+        0.01 as in the paper). SGD through a cosine head steps the head by up to
+        ``lr * s / |w|^2`` of its norm, and ``|w| = 0.02 sqrt(D)`` at initialisation: the
+        paper's 0.01 suits its ViT-B/16 (``D = 768``), but at ``D = 64`` it is 12 times larger
+        and diverges even with a frozen backbone; Adam's step (about ``lr / 0.02`` of the head's
+        norm) does not depend on ``D``, ``s`` or the backbone's feature scale (NOTES.md, issue
+        69: MLP, small CNN, TinyViT).
+    batch_size, scale
+        Batch size and cosine-logit scale ``s``.
     mean_shift, covariance_calibration, distillation, alignment
         Switch each part (the official ``msc``; ``cc`` = covariance calibration and
         distillation together; ``ca``).
@@ -131,6 +162,12 @@ class DriftCalibratedLearner:
         stay where they are given and are moved batch by batch; class statistics, features
         returned by :meth:`embed` and predictions are on the CPU. Random draws are made on the
         CPU, so a seed gives the same initial adapters and samples on every device.
+
+    Training checks itself: a loss that is not finite raises ``FloatingPointError`` naming the
+    task and the step; an epoch whose mean cross-entropy exceeds ``3 max(ln k, CE_0)`` (``k``
+    classes in the task, ``ln k`` a uniform guess's score, ``CE_0`` the task's loss before its
+    first step; :data:`DIVERGENCE_FACTOR`) warns with a :class:`DivergenceWarning` naming the
+    task, the epoch and its steps (once per task).
 
     Data can be arrays or tensors ``(X, y)``, or a ``torch.utils.data.DataLoader`` whose batches
     are ``(x, y)`` or ``(index, x, y)`` (the official code's loaders), read once in its order
@@ -164,7 +201,8 @@ class DriftCalibratedLearner:
         lora: bool = True,
         epochs_first: int = 20,
         epochs: int = 10,
-        lr: float = 0.01,
+        optimizer: str = "adam",
+        lr: float | None = None,
         batch_size: int = 48,
         scale: float = 20.0,
         mean_shift: bool = True,
@@ -202,7 +240,8 @@ class DriftCalibratedLearner:
         self.lora = lora
         self.epochs_first = V.integer("epochs_first", epochs_first, low=0)
         self.epochs = V.integer("epochs", epochs, low=0)
-        self.lr = V.positive("lr", lr)
+        self.optimizer = V.choice("optimizer", optimizer, ("adam", "sgd"))
+        self.lr = None if lr is None else V.positive("lr", lr)
         self.batch_size = V.integer("batch_size", batch_size, low=2)
         self.scale = V.positive("scale", scale)
         self.mean_shift = mean_shift
@@ -462,13 +501,22 @@ class DriftCalibratedLearner:
         epochs = self.epochs_first if t == 0 else self.epochs
         if epochs == 0:
             return
-        opt = torch.optim.SGD(params, lr=self.lr, momentum=0.9)
+        lr = self.lr if self.lr is not None else DEFAULT_LR[self.optimizer]
+        opt: torch.optim.Optimizer
+        if self.optimizer == "sgd":
+            opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
+        else:
+            opt = torch.optim.Adam(params, lr=lr)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
         head = self.heads_[t]
         use_old = t > 0 and self.lora and (precisions is not None or self.distillation)
         if precisions is not None:
             precisions = precisions.to(self.device_)
-        for _ in range(epochs):
+        n_cls = head.shape[0]
+        start = math.log(n_cls)  # raised to the first batch's cross-entropy below
+        steps = math.ceil(len(X) / self.batch_size)
+        step, warned = 0, False
+        for epoch in range(epochs):
             order = torch.randperm(len(X), generator=gen)
             sums = {"ce": 0.0, "maha": 0.0, "distill": 0.0}
             for i in range(0, len(X), self.batch_size):
@@ -480,6 +528,8 @@ class DriftCalibratedLearner:
                 cls_new, p_new = self._tokens(xb)
                 loss = F.cross_entropy(self.scale * cosine_logits(cls_new, head), yb)
                 sums["ce"] += float(loss.detach())
+                if step == 0:
+                    start = max(start, float(loss.detach()))
                 if use_old and precisions is not None and self.maha_weight > 0:
                     lm = mahalanobis_pair_loss(cls_old, cls_new, yb, precisions)
                     loss = loss + self.maha_weight * lm
@@ -494,12 +544,36 @@ class DriftCalibratedLearner:
                     ld = feature_distillation_loss(cls_new, p_new, p_old)
                     loss = loss + self.distill_weight * ld
                     sums["distill"] += float(ld.detach())
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise FloatingPointError(
+                        f"task {t}: the training loss is {value} at step {step} (epoch {epoch}, "
+                        f"batch {i // self.batch_size}); {self._lr_hint(lr)}"
+                    )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+                step += 1
             sched.step()
-        steps = math.ceil(len(X) / self.batch_size)
+            ce = sums["ce"] / steps
+            if not warned and ce > DIVERGENCE_FACTOR * start:
+                warnings.warn(
+                    f"task {t}: training diverges: the mean cross-entropy of epoch {epoch} "
+                    f"(steps {step - steps}-{step - 1}) is {ce:.3g}, above {DIVERGENCE_FACTOR:g} "
+                    f"x {start:.3g}, the larger of ln({n_cls}) (a uniform guess) and the "
+                    f"loss at step 0; {self._lr_hint(lr)}",
+                    DivergenceWarning,
+                    stacklevel=4,
+                )
+                warned = True
         self.history_.append({k: v / steps for k, v in sums.items()} | {"task": float(t)})
+
+    def _lr_hint(self, lr: float) -> str:
+        return (
+            f"lower lr (now {lr:g} with optimizer={self.optimizer!r}"
+            + (", the paper's setting for a ViT-B/16" if self.optimizer == "sgd" else "")
+            + ") or check the backbone's features"
+        )
 
     def _align(self, t: int, gen: torch.Generator) -> None:
         """Classifier alignment: re-train all heads on features drawn from the class Gaussians."""
@@ -517,7 +591,8 @@ class DriftCalibratedLearner:
         sizes = [len(c) for c in self.task_classes_]
         n = self.align_samples
         labels = torch.arange(C).repeat_interleave(n).to(self.device_)
-        for _ in range(self.align_epochs):
+        step = 0
+        for epoch in range(self.align_epochs):
             z = torch.randn(C, n, d, generator=gen, dtype=torch.float64)
             feats = (means[:, None, :] + z @ chol.transpose(1, 2)).reshape(C * n, d).float()
             feats = feats.to(self.device_)
@@ -531,6 +606,13 @@ class DriftCalibratedLearner:
                 loss = F.cross_entropy(
                     logits / norms.mean(1, keepdim=True) / self.align_temperature, labels[idx]
                 )
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise FloatingPointError(
+                        f"task {t}: the classifier-alignment loss is {value} at step {step} "
+                        f"(epoch {epoch}, batch {s}); lower align_lr (now {self.align_lr:g})"
+                    )
+                step += 1
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -3,6 +3,9 @@ plus Gumbel-softmax classifier guidance, and :class:`EnzymeRAG`, which ties retr
 training and generation together for user-supplied SMILES and aligned sequences.
 
 This module never sees an evaluation oracle: it learns only from (substrate, enzyme) pairs.
+
+Long by design: the two training loops and the estimator that chains them share the batch
+builders and the device handling; apart, a reader would follow one protocol across files.
 """
 
 from __future__ import annotations

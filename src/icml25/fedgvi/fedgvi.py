@@ -382,6 +382,9 @@ def conjugate_update(model: Any, loss: Any, cavity: NatGaussian) -> NatGaussian 
 
 @dataclass
 class ClientUpdate:
+    """One client's step: its new factor ``t_m``, its local posterior ``q_m`` (both
+    ``NatGaussian`` of the model's ``dim``) and the solver's event counts."""
+
     factor: NatGaussian  # the client's new t_m
     local: NatGaussian  # q_m, the client's local posterior
     events: Counter[str] = field(default_factory=Counter)
@@ -603,6 +606,11 @@ class Client:
 
 @dataclass
 class FedGVIResult:
+    """What :func:`fedgvi` returns: the global posterior ``q`` (a ``NatGaussian`` of the
+    models' ``dim``), each client's factor ``t_m`` in client order, ``q`` after every round
+    (``history[0]`` is the prior) and counts of the solver's events (``"damped"``,
+    ``"clipped"``, ``"solves"``, ...)."""
+
     q: NatGaussian
     factors: list[NatGaussian]
     history: list[NatGaussian]  # q after each round (history[0] is the prior)

@@ -34,7 +34,13 @@ Tensor = torch.Tensor
 
 @dataclass(frozen=True, eq=False)
 class NatGaussian:
-    """A Gaussian (or Gaussian factor) ``exp(h^T x - x^T J x / 2)`` in natural parameters."""
+    """A Gaussian (or Gaussian factor) ``exp(h^T x - x^T J x / 2)`` in natural parameters.
+
+    ``h`` is ``(d,)``; ``J`` is ``(d,)`` (the diagonal of a mean-field precision) or ``(d, d)``
+    (a full one, symmetrised). A factor may have a non-positive ``J``; :meth:`is_proper` says
+    whether it is a distribution, and ``mean`` ``(d,)`` and ``var`` (``(d,)`` or ``(d, d)``, as
+    ``J``) need one.
+    """
 
     h: np.ndarray
     J: np.ndarray

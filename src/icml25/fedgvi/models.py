@@ -74,7 +74,17 @@ def _features(X: Any, d: int) -> Tensor:
 
 
 class GaussianLocation:
-    """``x_i ~ N(theta, sigma2 I_d)`` with known ``sigma2``."""
+    """``x_i ~ N(theta, sigma2 I_d)`` with known ``sigma2``: the conjugate location model.
+
+    Parameters
+    ----------
+    x
+        ``(N, d)`` observations of one client (float64 inside).
+    sigma2
+        Known noise variance (positive).
+
+    ``n = N``, ``dim = d``; :meth:`log_lik` maps ``theta`` ``(S, d)`` (or ``(d,)``) to ``(S, N)``.
+    """
 
     def __init__(self, x: Any, sigma2: float = 1.0) -> None:
         try:
@@ -92,6 +102,7 @@ class GaussianLocation:
         return int(self.x.shape[1])
 
     def log_lik(self, theta: Tensor) -> Tensor:
+        """Per-point log-likelihoods ``(S, N)`` of ``theta`` ``(S, d)``."""
         theta = check_theta(theta, self.dim)
         sq = ((self.x[None] - theta[:, None]) ** 2).sum(-1)
         return -0.5 * sq / self.sigma2 - 0.5 * self.dim * math.log(2 * math.pi * self.sigma2)
@@ -111,7 +122,20 @@ class GaussianLocation:
 
 
 class LogisticRegression:
-    """Binary logistic regression; add a column of ones to ``X`` for an intercept."""
+    """Binary logistic regression, ``p(y = 1 | x) = sigmoid(x^T theta)``; add a column of ones
+    to ``X`` for an intercept.
+
+    Parameters
+    ----------
+    X
+        ``(N, d)`` features of one client (float64 inside).
+    y
+        ``(N,)`` labels in ``{0, 1}``.
+
+    ``n = N``, ``dim = d``; :meth:`log_lik` maps ``theta`` ``(S, d)`` (or ``(d,)``) to ``(S, N)``;
+    :meth:`predict_proba` gives ``(n, 2)`` probabilities of new ``(n, d)`` features, averaged
+    over the ``S`` samples (labels: its ``argmax(1)``).
+    """
 
     num_classes = 2
 
@@ -138,11 +162,13 @@ class LogisticRegression:
         return theta @ (self.X if X is None else _features(X, self.dim)).T  # (S, N)
 
     def log_lik(self, theta: Tensor) -> Tensor:
+        """Per-point log-likelihoods ``(S, N)`` of ``theta`` ``(S, d)``."""
         a = self._logits(theta)
         sign = 2.0 * self.y.to(torch.float64) - 1.0
         return F.logsigmoid(sign * a)
 
     def log_power_integral(self, theta: Tensor, c: float) -> Tensor:
+        """``log sum_y p(y | x_i, theta)^c``, ``(S, N)``."""
         c = V.positive("c", c)
         a = self._logits(theta)
         return torch.logaddexp(c * F.logsigmoid(a), c * F.logsigmoid(-a))
@@ -155,7 +181,25 @@ class LogisticRegression:
 
 class MLPClassifier:
     """Softmax classifier ``x -> K`` classes through ``hidden`` ReLU layers; ``theta`` is the
-    flat vector of all weights and biases, layer by layer (weights ``(in, out)`` first)."""
+    flat vector of all weights and biases, layer by layer (weights ``(in, out)`` first).
+
+    Parameters
+    ----------
+    X
+        ``(N, d)`` features of one client (float64 inside).
+    y
+        ``(N,)`` labels in ``[0, num_classes)``.
+    num_classes
+        ``K`` (at least 2).
+    hidden
+        Widths of the hidden ReLU layers; ``()`` is multinomial logistic regression.
+
+    ``n = N``; ``dim`` is the total number of weights and biases (``(d + 1) K`` with no hidden
+    layer); ``shapes`` lists each layer's ``(in, out)``. :meth:`logits` maps ``theta``
+    ``(S, dim)`` (or ``(dim,)``) to ``(S, N, K)``, :meth:`log_lik` to ``(S, N)``;
+    :meth:`predict_proba` gives ``(n, K)`` probabilities of new ``(n, d)`` features, averaged
+    over the ``S`` samples (labels: its ``argmax(1)``).
+    """
 
     def __init__(self, X: Any, y: Any, num_classes: int, hidden: tuple[int, ...] = ()) -> None:
         if not (isinstance(num_classes, int) and num_classes >= 2):
@@ -188,6 +232,8 @@ class MLPClassifier:
         return out
 
     def logits(self, theta: Tensor, X: Tensor | None = None) -> Tensor:
+        """Logits ``(S, N, K)`` of ``theta`` ``(S, dim)`` on the client's data, or on new
+        ``(N, d)`` features ``X``."""
         theta = check_theta(theta, self.dim)
         feats = self.X if X is None else _features(X, self.shapes[0][0])
         h = feats.expand(theta.shape[0], -1, -1)  # (S, N, in)
@@ -202,10 +248,12 @@ class MLPClassifier:
         return h  # (S, N, K)
 
     def log_lik(self, theta: Tensor) -> Tensor:
+        """Per-point log-likelihoods ``(S, N)`` of ``theta`` ``(S, dim)``."""
         logp = torch.log_softmax(self.logits(theta), -1)
         return logp.gather(-1, self.y.expand(logp.shape[0], -1)[..., None])[..., 0]
 
     def log_power_integral(self, theta: Tensor, c: float) -> Tensor:
+        """``log sum_k p(k | x_i, theta)^c``, ``(S, N)``."""
         return torch.logsumexp(c * torch.log_softmax(self.logits(theta), -1), -1)
 
     def predict_proba(self, theta: Tensor, X: Any) -> np.ndarray:

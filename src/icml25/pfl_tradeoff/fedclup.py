@@ -62,8 +62,41 @@ def _data(X: Any, y: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def _features(name: str, X: Any, d: int) -> np.ndarray:
+    """``(m, d)`` finite float64 features to predict on."""
+    X = V.finite_array(f"{name}: X", X, ndim=2)
+    if X.shape[1] != d:
+        raise ValueError(f"{name}: X must have {d} columns (as the training X), got {X.shape[1]}")
+    return X
+
+
+def _model(w: Any, dim: int) -> np.ndarray:
+    """A finite flat ``(dim,)`` model."""
+    w = V.finite_array("w", w, ndim=1)
+    if len(w) != dim:
+        raise ValueError(f"w must have the model dimension {dim}, got {len(w)}")
+    return w
+
+
 class LeastSquares:
-    """``L(w) = ||X w - y||^2 / (2n)``, with ``L = lambda_max(X^T X / n)``."""
+    """A client's least-squares problem: ``L(w) = ||X w - y||^2 / (2n)``.
+
+    Parameters
+    ----------
+    X
+        ``(n, d)`` features (finite).
+    y
+        ``(n,)`` targets (finite).
+
+    Attributes
+    ----------
+    n, dim
+        Rows ``n`` and model dimension ``d``: ``w`` is a flat ``(d,)`` vector.
+    smoothness
+        ``L = lambda_max(X^T X / n)``, the gradient's Lipschitz constant.
+    A, b
+        ``(d, d)`` ``X^T X / n`` and ``(d,)`` ``X^T y / n`` (the gradient is ``A w - b``).
+    """
 
     def __init__(self, X: Any, y: Any) -> None:
         self.X, y = _data(X, y, "LeastSquares")
@@ -74,17 +107,44 @@ class LeastSquares:
         self.smoothness = float(np.linalg.eigvalsh(self.A)[-1])
 
     def loss(self, w: np.ndarray) -> float:
+        """``L(w)`` for a ``(d,)`` model."""
         r = self.X @ w - self.y
         return float(r @ r / (2 * self.n))
 
     def grad(self, w: np.ndarray) -> np.ndarray:
+        """``(d,)`` gradient ``A w - b``."""
         return self.A @ w - self.b
+
+    def predict(self, w: np.ndarray, X: Any) -> np.ndarray:
+        """``(m,)`` predictions ``X w`` of a ``(d,)`` model on ``(m, d)`` features."""
+        return _features("LeastSquares.predict", X, self.dim) @ _model(w, self.dim)
 
 
 class SoftmaxRegression:
-    """Multinomial logistic regression: mean cross-entropy of ``X W`` (``W`` flat, ``d x K``).
+    """A client's multinomial logistic regression: mean cross-entropy of the scores ``X W``.
 
-    The smoothness bound is ``lambda_max(X^T X / n) / 2``.
+    The model is a flat ``(d * K,)`` vector ``w``, read as ``W = w.reshape(d, K)`` (no
+    intercept: append a column of ones to ``X`` for one). :meth:`predict` gives labels,
+    :meth:`decision_function` the ``(m, K)`` scores and :meth:`predict_proba` their softmax, for
+    a model ``w`` that :func:`fedclup` returns (``w_global`` or one of ``w_locals``)::
+
+        accuracy = np.mean(problem.predict(res.w_locals[i], X_test) == y_test)
+
+    Parameters
+    ----------
+    X
+        ``(n, d)`` features (finite).
+    y
+        ``(n,)`` integer labels in ``[0, num_classes)``.
+    num_classes
+        ``K`` (at least 2; a client may hold fewer of them).
+
+    Attributes
+    ----------
+    n, k, dim
+        Rows ``n``, classes ``K`` and model dimension ``d * K``.
+    smoothness
+        ``lambda_max(X^T X / n) / 2``, a bound on the gradient's Lipschitz constant.
     """
 
     def __init__(self, X: Any, y: Any, num_classes: int) -> None:
@@ -108,20 +168,51 @@ class SoftmaxRegression:
         return p / p.sum(axis=1, keepdims=True)
 
     def loss(self, w: np.ndarray) -> float:
+        """Mean cross-entropy on the client's data for a ``(d * K,)`` model."""
         p = self._probs(w)
         return float(-np.mean(np.log(p[np.arange(self.n), self.y] + 1e-300)))
 
     def grad(self, w: np.ndarray) -> np.ndarray:
+        """``(d * K,)`` gradient of :meth:`loss`."""
         return (self.X.T @ (self._probs(w) - self.Y) / self.n).ravel()
 
+    def decision_function(self, w: np.ndarray, X: Any) -> np.ndarray:
+        """``(m, K)`` class scores ``X W`` of a ``(d * K,)`` model on ``(m, d)`` features."""
+        d = self.dim // self.k
+        X = _features("SoftmaxRegression.decision_function", X, d)
+        return X @ _model(w, self.dim).reshape(d, self.k)
+
+    def predict_proba(self, w: np.ndarray, X: Any) -> np.ndarray:
+        """``(m, K)`` class probabilities: the softmax of :meth:`decision_function`."""
+        z = self.decision_function(w, X)
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
     def predict(self, w: np.ndarray, X: Any) -> np.ndarray:
-        return np.asarray(X, dtype=np.float64) @ w.reshape(-1, self.k)
+        """``(m,)`` int64 labels, the argmax of :meth:`decision_function` (ties: lowest)."""
+        return self.decision_function(w, X).argmax(axis=1).astype(np.int64)
 
 
 class TorchProblem:
     """Any ``nn.Module`` with its data as a vector problem (full-batch cross-entropy).
 
-    Non-convex, so ``smoothness`` is a step-size hint that the user gives (``1 / lr``).
+    The model vector ``w`` is the module's parameters flattened in ``parameters()`` order,
+    ``(dim,)`` with ``dim`` their total size (:meth:`initial` gives the module's own). Non-convex,
+    so ``smoothness`` is a step-size hint that the user gives (``1 / lr``). To predict with a
+    trained ``w``: ``nn.utils.vector_to_parameters(torch.as_tensor(w, dtype=torch.float32),
+    model.parameters())``, then ``model(X).argmax(1)``.
+
+    Parameters
+    ----------
+    model
+        Maps ``X`` to ``(n, K)`` logits; its parameters are overwritten by every call.
+    X
+        ``(n, ...)`` inputs the model takes (finite).
+    y
+        ``(n,)`` int64 labels in ``[0, K)``.
+    smoothness
+        Positive: the local step is ``1 / (smoothness + lambda)``.
     """
 
     def __init__(
@@ -144,11 +235,13 @@ class TorchProblem:
         )
 
     def loss(self, w: np.ndarray) -> float:
+        """Mean cross-entropy of the ``(dim,)`` model on the client's data."""
         self._set(w)
         with torch.no_grad():
             return float(nn.functional.cross_entropy(self.model(self.X), self.y))
 
     def grad(self, w: np.ndarray) -> np.ndarray:
+        """``(dim,)`` float64 gradient of :meth:`loss`."""
         self._set(w)
         self.model.zero_grad(set_to_none=True)
         nn.functional.cross_entropy(self.model(self.X), self.y).backward()
@@ -158,6 +251,7 @@ class TorchProblem:
         return np.concatenate([g.detach().double().flatten().numpy() for g in grads])
 
     def initial(self) -> np.ndarray:
+        """The module's current parameters as a ``(dim,)`` float64 vector (a ``w0``)."""
         return nn.utils.parameters_to_vector(self.model.parameters()).detach().double().numpy()
 
 
@@ -258,8 +352,11 @@ class FedCLUPResult:
     """Final global and local models, with per-round history."""
 
     w_global: np.ndarray
+    """``(dim,)`` global model ``w_g``."""
     w_locals: list[np.ndarray]
+    """One ``(dim,)`` personalized model ``w_i`` per client, in ``problems`` order."""
     rounds: int
+    """Rounds run (fewer than asked when ``tol`` stopped the run)."""
     history: list[float] = field(default_factory=list)
     """``||w_g^{t} - w_g^{t-1}||`` per round (or the distance to ``target`` if given)."""
 

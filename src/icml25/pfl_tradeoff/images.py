@@ -93,13 +93,21 @@ LOCAL, FEDAVG, ADAPTIVE = 0.0, math.inf, math.nan
 
 
 class BatchedModel:
-    """Many models of one architecture at once: parameters with leading dims ``(A, K)``."""
+    """Many models of one architecture at once: parameters with leading dims ``(A, K)``.
+
+    ``A`` arms times ``K`` clients: :meth:`init` draws one model's parameters (no leading
+    dims), :func:`run_arms` stacks them to ``(A, K, ...)``, and :meth:`forward` maps features
+    ``(1 or A, K, B, ...)`` (shared by the arms, or one copy per arm) to logits
+    ``(A, K, B, classes)``.
+    """
 
     def prepare(self, X: torch.Tensor) -> torch.Tensor:
         """Features of images ``(..., 784)`` (computed once per data set)."""
         return X
 
     def init(self, gen: torch.Generator) -> dict[str, torch.Tensor]:
+        """One model's parameters, by name, drawn from ``gen`` (``nn.Linear``/``nn.Conv2d``'s
+        uniform initialisation)."""
         raise NotImplementedError
 
     def forward(self, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -113,7 +121,11 @@ def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> torch
 
 
 class LogReg(BatchedModel):
-    """Multinomial logistic regression on raw pixels (``nn.Linear(784, 10)``, its init)."""
+    """Multinomial logistic regression on raw pixels (``nn.Linear(784, 10)``, its init).
+
+    Parameters ``W`` ``(dim, classes)`` and ``b`` ``(classes,)``; features ``(1 or A, K, B,
+    dim)`` to logits ``(A, K, B, classes)``.
+    """
 
     def __init__(self, dim: int = 784, classes: int = 10) -> None:
         self.dim, self.classes = dim, classes
@@ -154,7 +166,12 @@ def _dense(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class ConvNet(BatchedModel):
     """``conv(5x5, stride 2, pad 2, channels) -> ReLU -> maxpool(2) -> Linear``: a one-layer CNN
     on 28x28 images (14x14 maps, 7x7 after pooling). Every model's convolution is one group of a
-    grouped ``conv2d``, so all arms and clients train in one call."""
+    grouped ``conv2d``, so all arms and clients train in one call.
+
+    Parameters ``Wc`` ``(channels, 1, 5, 5)``, ``bc`` ``(channels,)``, ``Wf`` ``(49 channels,
+    classes)``, ``bf`` ``(classes,)``; images ``(1 or A, K, B, 784)`` to logits ``(A, K, B,
+    classes)``.
+    """
 
     def __init__(self, channels: int = 8, classes: int = 10) -> None:
         self.ch, self.classes = channels, classes
@@ -182,6 +199,10 @@ class TwoConvNet(BatchedModel):
     convolutions of 32 and 64 channels with ReLU and 2x2 max-pooling, a 128-unit layer):
     ``conv(3x3, pad 1, c1) -> ReLU -> maxpool(2) -> conv(3x3, pad 1, c2) -> ReLU -> maxpool(2)
     -> [Linear(hidden) -> ReLU] -> Linear``, trained as grouped convolutions (see :class:`ConvNet`).
+
+    Parameters ``W1`` ``(c1, 1, 3, 3)``, ``W2`` ``(c2, c1, 3, 3)``, ``W3`` ``(49 c2, hidden or
+    classes)``, ``W4`` ``(hidden, classes)`` (only with ``hidden > 0``) and their biases;
+    images ``(1 or A, K, B, 784)`` to logits ``(A, K, B, classes)``.
     """
 
     def __init__(self, c1: int = 8, c2: int = 16, hidden: int = 0, classes: int = 10) -> None:
@@ -221,6 +242,8 @@ class TwoConvNet(BatchedModel):
 
 @dataclass
 class ArmResult:
+    """One arm's outcome in :func:`run_arms` (scalars, averaged over the ``K`` clients)."""
+
     lam: float
     """The arm's lambda (0 local, inf FedAvg); for the adaptive arm the lambda it chose."""
     accuracy: float
