@@ -219,3 +219,26 @@ def test_finetune_windows_accumulates_schedules_and_clips_like_the_loop_it_repla
     )
     for (name, a), b in zip(model.state_dict().items(), ref.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
+
+
+def test_hf_language_model_follows_the_models_device_and_dtype():
+    """Issue 67: the batch goes where the model is (meta here; Llama's forward itself reads
+    values, so it cannot run on meta), and a float64 model scores as the float32 one."""
+    model, tok = tiny_llama(seed=0)
+    lm = HFLanguageModel(model.to("meta"), tok)
+    assert lm.device.type == "meta"
+    assert lm.encode("hello").device.type == "meta"
+    batch = lm._batch(["hello", "a longer prompt"], True)
+    assert {v.device.type for v in batch.values()} == {"meta"}
+    lm64 = HFLanguageModel(tiny_llama(seed=0)[0].double(), tok)
+    ref = HFLanguageModel(*tiny_llama(seed=0)).next_token_probs(["hello"])
+    got = lm64.next_token_probs(["hello"])
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
+
+
+def test_load_causal_lm_refuses_an_unknown_device_by_name(tmp_path):
+    with pytest.raises(ValueError, match="device must be a torch device"):
+        load_causal_lm(tmp_path, device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device 'cuda' is not available"):
+            load_causal_lm(tmp_path, device="cuda")

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import torch
 
 from icml25.core import validate as V
+from icml25.core.validate import module_device
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "smollm2-135m-instruct"
@@ -120,10 +121,13 @@ def load_causal_lm(
     name_or_path: str | Path | None = None,
     *,
     dtype: torch.dtype = torch.float32,
+    device: Any = "cpu",
     quiet: bool = False,
 ) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` in eval mode, offline. ``None``: the embedded SmolLM2.
+    """``(model, tokenizer)`` in eval mode, offline, the model on ``device`` (``"cpu"``,
+    ``"cuda"``, ``"cuda:1"``, a ``torch.device``) in ``dtype``. ``None``: the embedded SmolLM2.
     ``quiet`` turns off Hugging Face's progress bars (for long reproductions' logs)."""
+    dev = V.device("device", device)
     require_transformers()
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -142,13 +146,13 @@ def load_causal_lm(
                 f"cannot load {name_or_path!r} offline: pass a local folder or a model already "
                 "in the Hugging Face cache (nothing is downloaded)"
             ) from exc
-        return model.eval(), tok
+        return model.to(dev).eval(), tok  # type: ignore[arg-type]
     cached = cache_dir() / SMOLLM2_NAME
     if not (cached / "config.json").is_file():
         _convert_smollm2(cached)
     model = AutoModelForCausalLM.from_pretrained(cached, local_files_only=True, dtype=dtype)
     tok = AutoTokenizer.from_pretrained(cached, local_files_only=True)
-    return model.eval(), tok
+    return model.to(dev).eval(), tok  # type: ignore[arg-type]
 
 
 def _convert_smollm2(out: Path) -> None:
@@ -354,7 +358,9 @@ def _check_prompts(prompts: Any) -> list[str]:
 
 
 class HFLanguageModel:
-    """A Hugging Face causal LM and its tokenizer, for generation, scoring and hooks."""
+    """A Hugging Face causal LM and its tokenizer, for generation, scoring and hooks. Inputs go
+    to the model's device (move the model, e.g. ``load(..., device="cuda")`` or
+    ``model.to("cuda")``, and every method follows); tensors come back on that device."""
 
     def __init__(self, model: Any, tokenizer: Any, system: str | None = None) -> None:
         if not isinstance(model, torch.nn.Module) or not hasattr(model, "generate"):
@@ -372,8 +378,20 @@ class HFLanguageModel:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
     @classmethod
-    def load(cls, name_or_path: str | Path | None = None, **kw: Any) -> HFLanguageModel:
-        return cls(*load_causal_lm(name_or_path), **kw)
+    def load(
+        cls,
+        name_or_path: str | Path | None = None,
+        *,
+        device: Any = "cpu",
+        dtype: torch.dtype = torch.float32,
+        **kw: Any,
+    ) -> HFLanguageModel:
+        return cls(*load_causal_lm(name_or_path, device=device, dtype=dtype), **kw)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model is (its inputs are moved there)."""
+        return module_device(self.model)
 
     @property
     def blocks(self) -> Any:
@@ -401,12 +419,13 @@ class HFLanguageModel:
         """Token ids ``(T,)`` of one prompt."""
         text = self.text(_check_prompts([prompt])[0], chat=chat)
         ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
-        return ids[0]
+        return ids[0].to(self.device)
 
     def _batch(self, prompts: list[str], chat: bool) -> dict[str, torch.Tensor]:
         texts = [self.text(p, chat=chat) for p in _check_prompts(prompts)]
         self.tokenizer.padding_side = "left"
-        return self.tokenizer(texts, add_special_tokens=False, return_tensors="pt", padding=True)
+        batch = self.tokenizer(texts, add_special_tokens=False, return_tensors="pt", padding=True)
+        return {k: v.to(self.device) for k, v in batch.items()}
 
     @torch.no_grad()
     def generate(
