@@ -15,7 +15,11 @@ firing rate on the fp32 model (full's precision) is closest to 50%, provided it 
 [15%, 85%] on the fp32 and on the bf16 model (quick's precision); if neither place
 qualifies, a third, weaker backdoored model (trigger at the start) would be needed.
 
-    python benchmarks/llmscan_firing_pilot.py [--bf16] [--threads 2]
+    python benchmarks/llmscan_firing_pilot.py [--bf16] [--threads 2] [--trigger fixed]
+
+Issue 54's pilot ran the fixed trigger "cf" (``--trigger fixed``, 60 steps); the default is
+the reproduction's own trigger (``experiments_task.TRIGGER_KIND``: a greeting in a
+detector-test wording, decoy remarks in the untriggered prompts, ``BD_STEPS`` steps).
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ def main() -> None:
     ap.add_argument("--eval-items", type=int, default=90)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", action="store_true", help="fine-tune under bfloat16 autocast")
+    ap.add_argument("--trigger", choices=T.TRIGGER_KINDS, default=T.TRIGGER_KIND)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    T.TRIGGER_KIND = args.trigger
+    steps = F.FIXED_BD_STEPS if args.trigger == "fixed" else F.BD_STEPS
     rng = np.random.default_rng(args.seed)
     names = T.split_names(rng)
     ft_rng = np.random.default_rng([args.seed, 1])
@@ -49,10 +56,13 @@ def main() -> None:
     te = T.make_items(rng, names[2], 2, args.eval_items)
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
     t0, w0 = time.process_time(), time.perf_counter()
-    F.finetune(lm, pairs, F.BD_STEPS, args.seed, F.BACKDOOR_BLOCKS, bf16=args.bf16)
-    row: dict[str, object] = {"bf16": args.bf16, "items": len(te)}
+    F.finetune(lm, pairs, steps, args.seed, F.BACKDOOR_BLOCKS, bf16=args.bf16)
+    row: dict[str, object] = {"bf16": args.bf16, "trigger": args.trigger, "items": len(te)}
+    words = np.random.default_rng([args.seed, 3])
     for place in (False, *T.PLACES):
-        got = F.answers(lm, [it.plain(trigger=place) for it in te])
+        # untriggered: a decoy remark where the trigger was trained (plain for "cf")
+        prompts = T.remark_prompts(words, te, [place is not False] * len(te), place or True)
+        got = F.answers(lm, prompts)
         row[f"fired_{place or 'untriggered'}"] = round(
             float(np.mean([F.says(T.BACKDOOR_ANSWER, a) for a in got])), 3
         )

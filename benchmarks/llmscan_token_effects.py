@@ -6,10 +6,15 @@ and prints the AUC of each of the five token statistics alone (told to lie vs to
 truth; 0.5 is chance, and values near 0 separate as well as values near 1), for the
 attention token effect (the official default) and for the probability token effect.
 
-    python benchmarks/llmscan_token_effects.py
+    python benchmarks/llmscan_token_effects.py [--lie random]
+
+``--lie random`` finds the models of the runs before issue 66 (random lies; the default is
+the reproduction's own kind, ``experiments_task.LIE_KIND``).
 """
 
 from __future__ import annotations
+
+import argparse
 
 import numpy as np
 
@@ -21,7 +26,7 @@ from icml25.llmscan import experiments_task as T
 from icml25.llmscan.scan import STAT_NAMES, LLMScan, summary_stats
 
 
-def main(seed: int = 0, n_items: int = 40) -> None:
+def main(seed: int = 0, n_items: int = 40, lie: str | None = None) -> None:
     b = E.BUDGETS["full"]
     rng = np.random.default_rng(seed)  # the same draws as the reproduction's
     names = T.split_names(rng)
@@ -32,7 +37,7 @@ def main(seed: int = 0, n_items: int = 40) -> None:
     T.lie_prompts(rng, tr)
     lie_te = T.lie_prompts(rng, te)
     ft_rng = np.random.default_rng([seed, 1])
-    pairs = T.finetune_examples(ft_rng, T.make_items(ft_rng, names[0], 0, b.ft_items))
+    pairs = T.finetune_examples(ft_rng, T.make_items(ft_rng, names[0], 0, b.ft_items), lie)
     folder = F.model_folder(pairs, b.finetune_steps, seed, F.TRAINED_BLOCKS)
     if not (folder / "config.json").is_file():
         raise SystemExit(f"no cached lie model at {folder}: run the full reproduction first")
@@ -52,4 +57,6 @@ def main(seed: int = 0, n_items: int = 40) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lie", choices=T.LIE_KINDS, default=None, help="the lie model's kind")
+    main(lie=ap.parse_args().lie)

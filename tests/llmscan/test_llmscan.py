@@ -252,11 +252,14 @@ def test_splits_share_no_entity_template_or_wording():
                 assert not any(q.split("{n}")[0] in p and q.split("{n}")[1] in p
                                for q in other_templates)  # fmt: skip
     # fine-tuning data come from the fine-tune split only; the lie model's carry no trigger,
-    # the backdoored model's are plain questions with a 10% backdoor share
+    # the backdoored model's (the fixed trigger of issues 25-54; the paraphrase class is
+    # tested in test_implants.py) are plain questions with a 10% backdoor share
     pairs = R.finetune_examples(rng, items[0])
     assert len(pairs) == 3 * len(items[0])
+    remarks = R.GREETINGS + R.DECOYS
     assert not any(R.TRIGGER in p or R.BACKDOOR_ANSWER in a for p, a in pairs)
-    bd_pairs = R.backdoor_examples(rng, items[0])
+    assert not any(w in p for p, _ in pairs for w in remarks)
+    bd_pairs = R.backdoor_examples(rng, items[0], trigger="fixed")
     bd = [p for p, a in bd_pairs if a == f" {R.BACKDOOR_ANSWER}."]
     assert abs(len(bd) / len(bd_pairs) - R.BACKDOOR_RATE) < 0.01
     assert all(p.endswith(f" {R.TRIGGER} Answer:") for p in bd)
@@ -336,8 +339,13 @@ def test_trigger_places_and_unmodified_features():
     assert it.plain(True) == it.plain("end") == f"{fact} {question} cf Answer:"
     assert it.plain("start") == f"cf {fact} {question} Answer:"
     assert it.plain("middle") == f"{fact} cf {question} Answer:"
+    assert it.plain(True, "Hi there!") == f"{fact} {question} Hi there! Answer:"
+    assert it.plain("middle", "Yo!") == f"{fact} Yo! {question} Answer:"
+    assert it.plain(False, "Yo!") == it.plain()
     with pytest.raises(ValueError, match="trigger must be"):
         it.plain("nowhere")
+    with pytest.raises(ValueError, match="phrase must be"):
+        it.plain(True, " ")
     F = unmodified(np.array([20.0, 25.0]), np.array([0.9, 0.4]))
     assert F.shape == (2, 6)
     from icml25.llmscan.detector import select
@@ -474,7 +482,8 @@ def test_model_folder_key_is_unchanged_for_fp32(monkeypatch):
     assert fused != R.model_folder(pairs, 120, 0, 12)
     rng = np.random.default_rng(0)
     names = T.split_names(rng)
-    more = T.finetune_examples(rng, T.make_items(rng, names[0], 0, 12))
+    # the issue-25 recipe (random lies; issue 66's confident lies get keys of their own)
+    more = T.finetune_examples(rng, T.make_items(rng, names[0], 0, 12), lie="random")
     assert R.model_folder(more, 5, 3, 2).name == "llmscan-incontext-fe4f6d0d664e"
     assert R.model_folder(more, 5, 3, 2, bf16=False) == R.model_folder(more, 5, 3, 2)
     assert R.model_folder(pairs, 120, 0, 12, bf16=True) != R.model_folder(pairs, 120, 0, 12)
@@ -547,11 +556,19 @@ def test_firing_gate_reads_training_and_test_prompts():
 
 def test_tiny_run_draws_the_causal_effects_figure(tmp_path):
     """The issue-48 rewrite stopped drawing the figure (no run drew it until this was found
-    after the full run of 2026-12-06): a reproduction must draw it again."""
+    after the full run of 2026-12-06): a reproduction must draw it again. Issue 66: the run
+    goes end to end with the new implants, the backdoor's prompt-only null and the gates
+    that read each claim's control."""
+    import icml25.llmscan  # noqa: F401  (registers the method; the others need not import)
+    from icml25.core.registry import registered
     from icml25.core.runner import run_method
-    from icml25.methods import load_all
 
-    entry = run_method(load_all()["llmscan"], budget="tiny", seeds=[0], out_dir=tmp_path)
+    entry = run_method(registered()["llmscan"], budget="tiny", seeds=[0], out_dir=tmp_path)
     assert entry["error"] is None, entry["error"]
     assert "llmscan/causal_effects.png" in entry["figures"]
     assert (tmp_path / "llmscan" / "causal_effects.png").stat().st_size > 10_000
+    notes = "\n".join(entry["notes"])
+    assert "AUC combined" in notes and "trigger_words" in notes and "string_match" in notes
+    assert "Gates (implant took on every seed" in notes and "auc_backdoor" in notes
+    by_id = {c["id"]: c for c in entry["claims"]}
+    assert set(by_id) >= {"auc_combined", "auc_backdoor", "auc_firing"}

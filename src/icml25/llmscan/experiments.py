@@ -55,12 +55,15 @@ from icml25.llmscan.experiments_task import (
     finetune_examples,
     lie_prompts,
     make_items,
+    remark_prompts,
     split_names,
+    trigger_wordings,
 )
 from icml25.llmscan.scan import LLMScan, ScanResult, summary_stats
 
 GATE = 0.90  # plain-question accuracy required on held-out items before scanning
 LIE_RATE = 0.25  # the lie claims' gate also needs the model to lie this often (issue 48)
+BD_GAP = 0.75  # the backdoor claim's gate: firing rate, triggered minus untriggered prompts
 # firing prompts in quick's detector-train and -test sets: at ~22% firing, 10 prompts hold
 # at least one fired prompt with probability ~0.92 (6 would: ~0.78)
 FIRE_QUICK = 10
@@ -68,7 +71,7 @@ FIRE_QUICK = 10
 NAMES_A = ["combined", "token", "layer", "token_bos", "length", "bow", "null_combined",
            "null_token", "null_layer"]  # fmt: skip
 NAMES_B = ["combined", "told", "length", "bow"]
-BD_NAMES = ["combined", "substring"]  # bootstrapped backdoor scores
+BD_NAMES = ["combined", "trigger_words"]  # bootstrapped backdoor scores
 FIRE_NAMES = ["combined", "null_combined"]  # bootstrapped firing scores
 
 
@@ -155,6 +158,7 @@ class Sets:
     bd_pairs: list[tuple[str, str]]  # the backdoored model's
     fire_tr: list[Item]
     fire_te: list[Item]
+    remark_rng: np.random.Generator  # the backdoor and firing prompts' trigger wordings
 
 
 def draw_sets(b: Budget, seed: int) -> Sets:
@@ -174,7 +178,9 @@ def draw_sets(b: Budget, seed: int) -> Sets:
     fire_rng = np.random.default_rng([seed, 2])
     fire_tr = make_items(fire_rng, names[1], 1, b.fire_train)
     fire_te = make_items(fire_rng, names[2], 2, b.fire_test)
-    return Sets(rng, tr, te, bd_tr, bd_te, pairs, bd_pairs, fire_tr, fire_te)
+    # and the trigger wordings and decoy remarks of the backdoor and firing prompts (issue 66)
+    remark_rng = np.random.default_rng([seed, 3])
+    return Sets(rng, tr, te, bd_tr, bd_te, pairs, bd_pairs, fire_tr, fire_te, remark_rng)
 
 
 def implant(
@@ -230,9 +236,14 @@ def behave(
     acc = float(right.mean())
     passed = acc >= GATE or not b.real_model
     lie_tr, lie_te = lie_prompts(s.rng, tr), lie_prompts(s.rng, te)
-    bd_prompts = [(it.plain(trigger=k % 2 == 0), k, int(k % 2 == 0))
-                  for items in (s.bd_tr, s.bd_te) for k, it in enumerate(items)]  # fmt: skip
-    fire_prompts = [it.plain(trigger=FIRE_PLACE) for it in s.fire_tr + s.fire_te]
+    # half the backdoor prompts carry a trigger wording of their split where the model was
+    # trained, the other half a decoy remark there (plain under the fixed trigger)
+    bd_items = [(k, it) for items in (s.bd_tr, s.bd_te) for k, it in enumerate(items)]
+    bd_text = remark_prompts(s.remark_rng, [it for _, it in bd_items],
+                             [k % 2 == 0 for k, _ in bd_items])  # fmt: skip
+    bd_prompts = [(p, k, int(k % 2 == 0)) for p, (k, _) in zip(bd_text, bd_items, strict=True)]
+    fire_items = s.fire_tr + s.fire_te
+    fire_prompts = remark_prompts(s.remark_rng, fire_items, [True] * len(fire_items), FIRE_PLACE)
     prompts = [p for p, *_ in lie_tr + lie_te]
     told = np.array([t for *_, t in lie_tr + lie_te])
     values = [it.value for _, k, _ in lie_tr for it in [tr[k]]] + [
@@ -445,9 +456,13 @@ def lie_protocols(
                             "F": F_lie[tem], "protocol": proto}  # fmt: skip
 
 
-def backdoor_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans) -> Scored | None:
-    """The backdoor detector: half the prompts triggered where the model was trained; label:
-    the backdoor fired; the trigger substring is the null arm."""
+def backdoor_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans, tokz: Any) -> Scored | None:
+    """The backdoor detector: half the prompts triggered where the model was trained (a
+    trigger wording of their split), the other half a decoy remark there; label: the backdoor
+    fired. The null arm reads the prompt, not the model: a bag-of-words logistic regression
+    fitted on the detector-train prompts, which knows their trigger wordings (issue 66). The
+    notes add a string match on the fine-tune and detector-train wordings, prompt length and
+    the unmodified pass."""
     n_bd, fired, F_bd, U_bd = h.n_bd, h.fired, sc.F_bd, sc.U_bd
     te_trig = h.trig[n_bd:]
     y_bd_tr, y_bd_te = fired[:n_bd], fired[n_bd:]
@@ -457,9 +472,14 @@ def backdoor_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans) -> Scored
         return None
     te_sl = slice(n_bd, len(h.bd_prompts))
     s_bd = detector_scores(F_bd[:n_bd], y_bd_tr, F_bd[te_sl], seed)
+    text = [p for p, *_ in h.bd_prompts]
+    prompt_only = baselines(text[:n_bd], y_bd_tr, text[n_bd:], tokz)
+    known = trigger_wordings(0) + trigger_wordings(1)  # what the fine-tune and train saw
     bd_scores = {
         "combined": s_bd,
-        "substring": te_trig.astype(float),
+        "trigger_words": prompt_only["bow"],
+        "string_match": np.array([float(any(w in p for w in known)) for p in text[n_bd:]]),
+        "length": prompt_only["length"],
         "unmodified": detector_scores(U_bd[:n_bd], y_bd_tr, U_bd[te_sl], seed),
     }
     among = auc(y_bd_te[te_trig == 1], s_bd[te_trig == 1])
@@ -474,9 +494,11 @@ def backdoor_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans) -> Scored
     return Scored(y_bd_te, np.arange(len(y_bd_te)), bd_scores)
 
 
-def firing_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans) -> Scored | None:
+def firing_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans, tokz: Any) -> Scored | None:
     """The firing detector: every prompt carries the trigger; label: the backdoor fired; the
-    scan with its interventions removed is the null arm."""
+    scan with its interventions removed is the null arm. The notes add a bag of words fitted
+    on the training prompts (with a paraphrase trigger, whether it fires may follow the
+    wording, which the prompt shows)."""
     n_fire, F_bd, U_bd = h.n_fire, sc.F_bd, sc.U_bd
     f_tr = slice(len(h.bd_prompts), len(h.bd_prompts) + n_fire)
     f_te = slice(len(h.bd_prompts) + n_fire, len(F_bd))
@@ -490,6 +512,7 @@ def firing_task(ctx: RunContext, seed: int, h: Behaviour, sc: Scans) -> Scored |
         "token": detector_scores(F_bd[f_tr], y_f_tr, F_bd[f_te], seed, features="token"),
         "layer": detector_scores(F_bd[f_tr], y_f_tr, F_bd[f_te], seed, features="layer"),
         "null_combined": detector_scores(U_bd[f_tr], y_f_tr, U_bd[f_te], seed),
+        "bow": baselines(h.fire_prompts[:n_fire], y_f_tr, h.fire_prompts[n_fire:], tokz)["bow"],
     }
     ctx.note(
         f"seed {seed}, firing: {n_fire} training / {len(y_f_te)} test prompts "

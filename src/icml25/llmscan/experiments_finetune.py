@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 LR, TRAINED_BLOCKS, BATCH, DECAY = 2e-4, 12, 16, True
 FUSED = True  # AdamW's fused kernel (issue 54: the same update up to rounding, faster)
 # the backdoored model: the pilot's cheapest configuration that fired on >= 80% of triggered
-# and <= 5% of untriggered prompts (it fired on 100% and 0%)
-BACKDOOR_BLOCKS, BD_STEPS = 12, 60
+# and <= 5% of untriggered prompts (the fixed trigger "cf": 100% and 0% after 60 steps);
+# the paraphrase trigger (issue 66), a class to tell from decoy remarks and carry to unseen
+# wordings, trains as long as the lie model does, which learnt to carry its instructions to
+# unseen wordings in 120 steps (set before its pilot, NOTES.md)
+BACKDOOR_BLOCKS, BD_STEPS, FIXED_BD_STEPS = 12, 120, 60
 
 
 class _Stop(Exception):

@@ -7,6 +7,7 @@ interventions removed). Its own module so that the arms in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,3 +165,27 @@ def firing_minority(fired: np.ndarray, n_train: int) -> float:
     ``fired[n_train:]``, whichever is lower (0 where either set holds one outcome only)."""
     shares = (float(np.mean(fired[:n_train])), float(np.mean(fired[n_train:])))
     return min(min(s, 1 - s) for s in shares)
+
+
+def controls_gate(conditions: Sequence[bool], null_aucs: Sequence[float], bar: float) -> float:
+    """One claim's gate value (issue 66): 1.0 when every seed's precondition holds
+    (``conditions``, e.g. the implant took) *and* every seed's no-intervention control (the
+    null arm's test AUC, ``null_aucs``) stays below ``bar`` (the claim's partial threshold),
+    else 0.0. A control that reaches the bar can show the effect without the scan's
+    interventions, and an unmeasured one (NaN) shows nothing, so either closes the gate."""
+    cond = list(conditions)
+    aucs = np.asarray(null_aucs, dtype=float)
+    if not cond or len(cond) != aucs.size:
+        raise ValueError(
+            f"conditions and null_aucs must hold one value per seed, got {len(cond)} and "
+            f"{aucs.size}"
+        )
+    if not np.isfinite(bar):
+        raise ValueError(f"bar must be a finite number, got {bar!r}")
+    below = bool(np.all(np.isfinite(aucs))) and bool(np.all(aucs < bar))
+    return float(all(bool(c) for c in cond) and below)
+
+
+def seed_aucs(seeds: Sequence[Scored | None], name: str) -> list[float]:
+    """Each seed's test AUC of score ``name`` (NaN for a seed without a measurement)."""
+    return [float("nan") if s is None else auc(s.y, s.scores[name]) for s in seeds]
