@@ -1,4 +1,5 @@
 """Bad input at every public entry point of drift_calibration: a clear error naming the argument."""
+# not entry points: DivergenceWarning
 
 from __future__ import annotations
 

@@ -101,3 +101,10 @@ def test_cli_bad_input_and_syntax_errors(repo, tmp_path):
     assert "skipped pkg/bad.py: SyntaxError" in err.getvalue()
     assert "Bug locations" in out.getvalue() and "Search trace" in out.getvalue()
     assert "pkg/shapes.py::_mul" in out.getvalue()
+
+
+def test_tracer_seed_nodes_refuses_non_issues_by_name() -> None:
+    from icml25.orcaloca import tracer_seed_nodes
+
+    with pytest.raises(TypeError, match="issue must be an Issue"):
+        tracer_seed_nodes("text", None, None)  # type: ignore[arg-type]
