@@ -176,8 +176,10 @@ def _bind(dropout: _Dropout | None, like: Tensor, bs: slice, hs: slice) -> Drop 
 
 
 def _draw_seed() -> int:
-    """A seed from torch's default generator (``torch.manual_seed`` reproduces it)."""
-    return int(torch.randint(0, 2**62, (), dtype=torch.int64).item())
+    """A seed from torch's default (CPU) generator (``torch.manual_seed`` reproduces it),
+    whatever the inputs' device: a Python int, which each block's mask hashes on its own
+    device."""
+    return int(torch.randint(0, 2**62, (), dtype=torch.int64, device="cpu").item())
 
 
 def _check_dropout(dropout_p: Any) -> float:
@@ -256,16 +258,20 @@ def expand_kv(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
     return k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
 
 
-def visible_groups(length: int, group_size: int, window: int) -> Tensor:
-    """``J(t)`` for every query position: how many core tokens it sees."""
+def visible_groups(
+    length: int, group_size: int, window: int, *, device: torch.device | str | None = None
+) -> Tensor:
+    """``J(t)`` for every query position: how many core tokens it sees (int64, on ``device``;
+    torch's default device when None)."""
     _check_sizes(length, group_size, window)
-    t = torch.arange(length)
+    t = torch.arange(length, device=device)
     return torch.clamp(torch.div(t + 1 - window, group_size, rounding_mode="floor"), min=0)
 
 
-def _visible(a: int, b: int, g: int, s: int) -> Tensor:
-    """``J(t)`` for ``t = a .. b - 1`` (no array over all positions is kept)."""
-    return torch.clamp(torch.div(torch.arange(a, b) + 1 - s, g, rounding_mode="floor"), min=0)
+def _visible(a: int, b: int, g: int, s: int, device: torch.device) -> Tensor:
+    """``J(t)`` for ``t = a .. b - 1`` on ``device`` (no array over all positions is kept)."""
+    t = torch.arange(a, b, device=device)
+    return torch.clamp(torch.div(t + 1 - s, g, rounding_mode="floor"), min=0)
 
 
 def _j(t: int, g: int, s: int) -> int:
@@ -438,11 +444,13 @@ def _fused_ok(q: Tensor) -> bool:
     return _FLASH is not None and q.device.type == "cpu" and not FORCE_PYTORCH
 
 
-def _raw_blocks(L: int, g: int, s: int, nr: int, dtype: torch.dtype) -> Iterator[_RawBlock]:
+def _raw_blocks(
+    L: int, g: int, s: int, nr: int, dtype: torch.dtype, device: torch.device
+) -> Iterator[_RawBlock]:
     """Query blocks ``a .. b - 1`` (``nr`` rows, a multiple of ``g``) over their raw keys
-    ``k0 .. b - 1``, each with its additive mask (0 or -inf) and the rows that see no raw key
-    (only with ``s = 0``). Once every row of a full block sees a core token, the pattern
-    repeats from block to block and is built once."""
+    ``k0 .. b - 1``, each with its additive mask (0 or -inf, ``dtype`` on ``device``: the
+    queries') and the rows that see no raw key (only with ``s = 0``). Once every row of a full
+    block sees a core token, the pattern repeats from block to block and is built once."""
     steady: tuple[Tensor, Tensor | None] | None = None
     for a in range(0, L, nr):
         b = min(L, a + nr)
@@ -450,12 +458,15 @@ def _raw_blocks(L: int, g: int, s: int, nr: int, dtype: torch.dtype) -> Iterator
         if steady is not None and b - a == nr:
             yield _RawBlock(a, b, k0, *steady)
             continue
-        rows, cols = torch.arange(a, b)[:, None], torch.arange(k0, b)[None, :]
-        mask = torch.zeros(b - a, b - k0, dtype=dtype)
-        J = _visible(a, b, g, s)
+        rows = torch.arange(a, b, device=device)[:, None]
+        cols = torch.arange(k0, b, device=device)[None, :]
+        mask = torch.zeros(b - a, b - k0, dtype=dtype, device=device)
+        J = _visible(a, b, g, s, device)
         mask.masked_fill_((cols > rows) | (cols < g * J[:, None]), float("-inf"))
-        empty = g * J > torch.arange(a, b)
-        block = (mask, empty if bool(empty.any()) else None)
+        # row t sees no raw key iff g J(t) > t (only with s = 0): decided in Python, so that
+        # nothing is read back from the device
+        any_empty = s == 0 and any(g * _j(t, g, s) > t for t in range(a, b))
+        block = (mask, g * J > rows[:, 0] if any_empty else None)
         if k0 >= g and b - a == nr:
             steady = block
         yield _RawBlock(a, b, k0, *block)
@@ -469,12 +480,14 @@ class _RawBlock(NamedTuple):
     empty: Tensor | None
 
 
-def _core_blocks(L: int, g: int, s: int, nc: int, dtype: torch.dtype) -> Iterator[_CoreBlock]:
+def _core_blocks(
+    L: int, g: int, s: int, nc: int, dtype: torch.dtype, device: torch.device
+) -> Iterator[_CoreBlock]:
     """Query blocks ``a .. b - 1`` over the core tokens: the rows ``c0 .. b - 1`` see at least
     the cores ``0 .. j0 - 1`` (no mask); the rows ``r0 .. b - 1`` also see some of the cores
-    ``j0 .. jmax - 1`` (the staircase, an additive mask). Once the pattern repeats from block
-    to block it is built once."""
-    J = visible_groups(L, g, s)
+    ``j0 .. jmax - 1`` (the staircase, an additive mask, ``dtype`` on ``device``). Once the
+    pattern repeats from block to block it is built once. The bookkeeping is integer
+    arithmetic on ``J`` (never read back from the device)."""
     first = g + s - 1  # J(t) >= 1 from t = first on
     steady: Tensor | None = None
     for a in range(0, L, nc):
@@ -482,15 +495,15 @@ def _core_blocks(L: int, g: int, s: int, nc: int, dtype: torch.dtype) -> Iterato
         c0 = max(a, first)
         if c0 >= b:
             continue
-        j0, jmax = int(J[c0]), int(J[b - 1])
-        r0 = c0 + int((J[c0:b] == j0).sum())  # J is non-decreasing
+        j0, jmax = _j(c0, g, s), _j(b - 1, g, s)
+        # J is non-decreasing and J(t) > j0 from t = g (j0 + 1) + s - 1 on
+        r0 = min(b, max(c0, g * (j0 + 1) + s - 1))
         stair = None
         if r0 < b:
             if steady is not None and b - a == nc and c0 == a:
                 stair = steady
             else:
-                hidden = torch.arange(j0, jmax)[None, :] >= J[r0:b, None]
-                stair = torch.zeros(b - r0, jmax - j0, dtype=dtype).masked_fill_(hidden, -math.inf)
+                stair = _stair(r0, b, j0, jmax, g, s, dtype, device)
                 if c0 == a and b - a == nc and j0 >= 1:
                     steady = stair
         yield _CoreBlock(c0, r0, b, j0, jmax, stair)
@@ -585,7 +598,7 @@ def _raw_forward(
     """Every query over its raw window alone, written into ``out`` and ``lse`` (one
     log-sum-exp per row; ``-inf`` where a row sees no raw key, only with ``s = 0``)."""
     L = q.shape[2]
-    for r in _raw_blocks(L, g, s, nr, q.dtype):
+    for r in _raw_blocks(L, g, s, nr, q.dtype, q.device):
         a, b, k0 = r.a, r.b, r.k0
         if b > k0:
             d = None if drop is None else drop((a, b), (k0, b), True)
@@ -595,14 +608,17 @@ def _raw_forward(
         else:
             out[:, :, a:b] = 0.0
         if r.empty is not None:  # the fused kernel reports 0 there, not -inf
-            lse[:, :, a:b][:, :, r.empty] = float("-inf")
+            lse[:, :, a:b].masked_fill_(r.empty, float("-inf"))  # in place, no sync
 
 
-def _stair(r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype) -> Tensor:
-    """Additive mask (0 or -inf) of the rows ``r .. b - 1`` over the cores ``lo .. hi - 1``:
-    row ``t`` sees core ``j`` iff ``j < J(t)``."""
-    hidden = torch.arange(lo, hi)[None, :] >= _visible(r, b, g, s)[:, None]
-    return torch.zeros(b - r, hi - lo, dtype=dtype).masked_fill_(hidden, -math.inf)
+def _stair(
+    r: int, b: int, lo: int, hi: int, g: int, s: int, dtype: torch.dtype, device: torch.device
+) -> Tensor:
+    """Additive mask (0 or -inf, ``dtype`` on ``device``) of the rows ``r .. b - 1`` over the
+    cores ``lo .. hi - 1``: row ``t`` sees core ``j`` iff ``j < J(t)``."""
+    hidden = torch.arange(lo, hi, device=device)[None, :] >= _visible(r, b, g, s, device)[:, None]
+    mask = torch.zeros(b - r, hi - lo, dtype=dtype, device=device)
+    return mask.masked_fill_(hidden, -math.inf)
 
 
 Span = tuple[slice, slice, slice]  # batch, heads, positions (of keys or of core tokens)
@@ -704,7 +720,7 @@ def _attend_forward(
                         key = (r - a, b - a, lo - j0, hi - j0)
                         mask = stairs.get(key)
                         if mask is None:
-                            mask = stairs[key] = _stair(r, b, lo, hi, g, s, q.dtype)
+                            mask = stairs[key] = _stair(r, b, lo, hi, g, s, q.dtype, q.device)
                         d = None if drop is None else drop((r, b), (lo, hi), False)
                         o, m_ = _part_forward(qh[:, :, r:b], *kv, mask, scale, d)
                         _merge(oh[:, :, r:b], lh[:, :, r:b], o, m_)
@@ -735,7 +751,7 @@ def _attend_backward(
     dkc, dvc = torch.zeros_like(kc), torch.zeros_like(vc)
     dout = dout.contiguous()
     nr = g * -(-min(nq, RAW_BLOCK) // g)
-    for r in _raw_blocks(L, g, s, nr, q.dtype):
+    for r in _raw_blocks(L, g, s, nr, q.dtype, q.device):
         a, b, k0 = r.a, r.b, r.k0
         if b > k0:
             part = (dout[:, :, a:b], q[:, :, a:b], k[:, :, k0:b], v[:, :, k0:b])
@@ -745,7 +761,7 @@ def _attend_backward(
             dk[:, :, k0:b] += gk
             dv[:, :, k0:b] += gv
             del part, gq, gk, gv  # not alive during the next block's call
-    for c in _core_blocks(L, g, s, nq, q.dtype):
+    for c in _core_blocks(L, g, s, nq, q.dtype, q.device):
         c0, r0, b, j0, j1 = c.c0, c.r0, c.b, c.j0, c.jmax
         parts: list[tuple[int, int, int, Tensor | None]] = [(c0, 0, j0, None)] if j0 else []
         if c.stair is not None:
@@ -911,28 +927,33 @@ def dense_cca_attention(
     scale = _default_scale(D) if scale is None else scale
     kc, vc = core_tokens(query, key, value, group_size, scale, pool)
     m = kc.shape[2]
-    J = visible_groups(L, group_size, window)
-    t = torch.arange(L)
-    core_ok = torch.arange(m)[None, :] < J[:, None]
+    dev = query.device
+    J = visible_groups(L, group_size, window, device=dev)
+    t = torch.arange(L, device=dev)
+    core_ok = torch.arange(m, device=dev)[None, :] < J[:, None]
     raw_ok = (t[None, :] <= t[:, None]) & (t[None, :] >= group_size * J[:, None])
     mask = torch.cat([core_ok, raw_ok], dim=1)
     logits = torch.cat([query @ kc.transpose(-1, -2), query @ key.transpose(-1, -2)], -1) * scale
     probs = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
     if dropout_p:
         keep = dropout_keep(
-            _draw_seed(), dropout_p, torch.arange(B), torch.arange(H), t, torch.arange(m + L),
+            _draw_seed(), dropout_p, torch.arange(B, device=dev), torch.arange(H, device=dev), t,
+            torch.arange(m + L, device=dev),
             n_heads=H, length=L, n_cores=m,
         )  # fmt: skip
         probs = probs * keep.to(probs.dtype) / (1.0 - dropout_p) if dropout_p < 1 else probs * 0
     return probs[..., :m] @ vc + probs[..., m:] @ value
 
 
-def reach(length: int, group_size: int, window: int) -> Tensor:
+def reach(
+    length: int, group_size: int, window: int, *, device: torch.device | str | None = None
+) -> Tensor:
     """``(L, L)`` counts: how many times query ``t`` reaches position ``t'`` (raw or inside a
-    visible core token). The rules give exactly 1 for every ``t' <= t`` and 0 after."""
+    visible core token), on ``device`` (torch's default when None). The rules give exactly 1
+    for every ``t' <= t`` and 0 after."""
     _check_sizes(length, group_size, window)
-    J = visible_groups(length, group_size, window)
-    t = torch.arange(length)
+    J = visible_groups(length, group_size, window, device=device)
+    t = torch.arange(length, device=device)
     raw = (t[None, :] <= t[:, None]) & (t[None, :] >= group_size * J[:, None])
     m = length // group_size
     in_core = (t[None, :] < group_size * J[:, None]) & (t[None, :] < m * group_size)

@@ -192,18 +192,20 @@ def left_padding(mask: torch.Tensor | None, batch: int, q_len: int, k_len: int) 
     """Each row's count of left-padding tokens, read from a materialised attention mask
     (``(B, 1, q_len, k_len)``, boolean or additive); zeros for no mask or a plain causal one.
     Any other pattern (right padding, holes, a custom mask) is refused: CCA's groups are
-    counted from each row's first real token."""
+    counted from each row's first real token. The check runs on the mask's device."""
     if mask is None:
         return [0] * batch
     allowed = mask if mask.dtype == torch.bool else mask == 0
     allowed = allowed.expand(batch, -1, q_len, k_len)[:, 0]
     first_query = k_len - q_len  # absolute position of the first query
-    cols = torch.arange(k_len)
+    dev = mask.device
+    cols = torch.arange(k_len, device=dev)
+    ones = torch.arange(1, k_len + 1, device=dev)
     pads = []
     for b in range(batch):
         last = allowed[b, -1]
-        p = int((~last).cumsum(0).eq(torch.arange(1, k_len + 1)).sum())  # leading False
-        rows = torch.arange(q_len) + first_query
+        p = int((~last).cumsum(0).eq(ones).sum())  # leading False
+        rows = torch.arange(q_len, device=dev) + first_query
         want = (cols[None, :] >= p) & (cols[None, :] <= rows[:, None])
         real = rows >= p  # rows of padding tokens are not read
         if not torch.equal(allowed[b][real], want[real]):

@@ -24,9 +24,12 @@ ATTENTIONS = ("full", "local", "sink", "cca", "cca_mean")
 SINKS = 4
 
 
-def window_mask(kind: str, length: int, window: int) -> torch.Tensor:
-    """Boolean ``(L, L)`` mask of the sliding window, with the sink tokens for ``"sink"``."""
-    t = torch.arange(length)
+def window_mask(
+    kind: str, length: int, window: int, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Boolean ``(L, L)`` mask of the sliding window, with the sink tokens for ``"sink"``, on
+    ``device`` (torch's default when None)."""
+    t = torch.arange(length, device=device)
     causal = t[None, :] <= t[:, None]
     recent = t[None, :] > t[:, None] - window
     if kind == "local":
@@ -51,7 +54,7 @@ class CausalSelfAttention(nn.Module):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif self.kind in ("local", "sink"):
             y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=window_mask(self.kind, L, self.window)
+                q, k, v, attn_mask=window_mask(self.kind, L, self.window, x.device)
             )
         else:
             pool = "mean" if self.kind == "cca_mean" else "attention"
@@ -104,7 +107,7 @@ class TinyLM(nn.Module):
                 f"token ids must lie in [0, vocab = {self.vocab}), "
                 f"got {int(ids.min())}..{int(ids.max())}"
             )
-        x = self.embed(ids) + self.pos(torch.arange(ids.shape[1]))
+        x = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
         for attn, n1, n2, mlp in zip(self.attn, self.norm1, self.norm2, self.mlp, strict=True):
             x = x + attn(n1(x))
             x = x + mlp(n2(x))
