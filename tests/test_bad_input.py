@@ -472,6 +472,18 @@ CASES += [
     ),
     Case("backslash.gg_shape:empty", lambda: bs.gg_shape(torch.zeros(0)), ValueError, "empty"),
     Case(
+        "backslash.gg_shape_pooled:nan",
+        lambda: bs.gg_shape_pooled([torch.ones(3), torch.tensor([1.0, NAN])]),
+        ValueError,
+        "finite",
+    ),
+    Case(
+        "backslash.gg_shape_pooled:empty tensor",
+        lambda: bs.gg_shape_pooled([torch.ones(3), torch.zeros(0)]),
+        ValueError,
+        "non-empty",
+    ),
+    Case(
         "backslash.gg_rate:reduction",
         lambda: bs.gg_rate([torch.ones(3)], 1.0, "x"),
         ValueError,
@@ -1441,6 +1453,10 @@ NOT_ENTRY_POINTS = {
     "Simulation",
     "effects",
     "DecryptionError",
+    # an error and a warning class (raised, not called): BackSlash's file refusals are tested
+    # in tests/backslash/test_file_safety.py, its collapse warning in test_rate_collapse.py
+    "BackSlashFileError",
+    "RateCollapseWarning",
 }
 
 

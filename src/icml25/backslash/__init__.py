@@ -2,10 +2,12 @@
 ICML 2025).
 
 Library: :class:`BackSlash` (the rate step for any ``nn.Module`` and optimizer, attached as a
-step post-hook), :func:`gg_shape` / :func:`gg_rate` / :func:`prox_power` (the generalized-
-Gaussian rate and its proximal operator), the compressed format :func:`save_compressed` /
-:func:`load_compressed` (uniform quantisation + Exp-Golomb bitstream, vectorised encoder and
-decoder), :func:`coded_bits` and :func:`magnitude_prune`.
+step post-hook; :class:`RateCollapseWarning` when it zeroes a whole tensor),
+:func:`gg_shape` / :func:`gg_shape_pooled` / :func:`gg_rate` / :func:`prox_power` (the
+generalized-Gaussian shape, the rate and its proximal operator), the compressed format
+:func:`save_compressed` / :func:`load_compressed` (uniform quantisation + Exp-Golomb bitstream,
+vectorised encoder and decoder; :class:`BackSlashFileError` for a file it refuses),
+:func:`coded_bits` and :func:`magnitude_prune`.
 Language models: :mod:`icml25.backslash.lm` (fine-tune a Hugging Face causal LM with the rate
 step, decoded perplexity, the file's round trip into ``transformers``;
 ``examples/backslash_hf.py``).
@@ -13,6 +15,7 @@ Reproduction: ``icml25 reproduce backslash``.
 """
 
 from icml25.backslash.coding import (
+    BackSlashFileError,
     CompressionStats,
     coded_bits,
     dequantize,
@@ -28,17 +31,21 @@ from icml25.backslash.coding import (
 )
 from icml25.backslash.rate import (
     BackSlash,
+    RateCollapseWarning,
     default_rate_params,
     gg_rate,
     gg_rho,
     gg_shape,
+    gg_shape_pooled,
     prox_power,
 )
 from icml25.core.registry import register
 
 __all__ = [
     "BackSlash",
+    "BackSlashFileError",
     "CompressionStats",
+    "RateCollapseWarning",
     "coded_bits",
     "default_rate_params",
     "dequantize",
@@ -48,6 +55,7 @@ __all__ = [
     "gg_rate",
     "gg_rho",
     "gg_shape",
+    "gg_shape_pooled",
     "load_compressed",
     "magnitude_prune",
     "prox_power",

@@ -23,7 +23,11 @@ File layout (``save_compressed``, format 2):
   (biases, norms, buffers) as raw bytes.
 
 ``load_compressed`` checks the header's CRC, the body's length (truncation) and every chunk's
-CRC before decoding, and names the file and the failing part; a flipped bit anywhere is caught.
+CRC, then the header's fields and sections against the file's length and the file's tensors
+against the model (names, shapes, dtypes), all before decoding or writing a parameter; a
+refusal is a :class:`BackSlashFileError` naming the file and the failing part. A flipped bit
+anywhere is caught. ``save_compressed`` writes a temporary file beside the target, fsyncs it and
+renames it over the target, so a failed write leaves the previous file intact.
 
 ``load_compressed`` restores a model whose coded weights equal ``dequantize(quantize(w))``
 exactly.
@@ -47,9 +51,12 @@ splitting the writer from the reader would separate two halves of one format.
 
 from __future__ import annotations
 
-import io
+import collections
+import contextlib
 import json
 import math
+import os
+import secrets
 import struct
 import zlib
 from dataclasses import dataclass
@@ -408,9 +415,13 @@ def _pack_tables(tables: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
 
 
 def _unpack_tables(blob: bytes, sizes: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-    data = zlib.decompress(blob)
     total = sum(sizes)
-    if len(data) != 12 * total:
+    try:  # at most the 12 bytes a value the header announces (no zlib bomb), plus one
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(blob, 12 * total + 1)
+    except zlib.error as exc:
+        raise ValueError(f"corrupt symbol tables: {exc}") from exc
+    if len(data) != 12 * total or not inflate.eof:
         raise ValueError("corrupt symbol tables: their length does not match the header")
     steps = np.frombuffer(data[: 8 * total], dtype="<i8").astype(np.int64)
     counts = np.frombuffer(data[8 * total :], dtype="<u4").astype(np.uint32)
@@ -510,6 +521,12 @@ def _coded_names(model: nn.Module, coded: Any) -> list[str]:
     return names
 
 
+class BackSlashFileError(ValueError):
+    """A file that :func:`load_compressed` refuses (not a BackSlash file, truncated, corrupt,
+    inconsistent, or not the model's), or a path :func:`save_compressed` cannot write to; the
+    message names the file and what is wrong. A ``ValueError``."""
+
+
 def save_compressed(
     model: nn.Module, path: str | Path, delta: float, *, coded: Any = None, codec: str = "eg"
 ) -> CompressionStats:
@@ -517,12 +534,20 @@ def save_compressed(
     Linear/Embedding weight) quantised with ``delta`` and entropy coded, the rest raw.
     ``codec="eg"`` (default): order-0 Exp-Golomb codewords, no model stored; ``"rans"``: rANS
     under each tensor's own symbol counts (stored), within a fraction of a percent of the
-    order-0 entropy (see the module docstring)."""
+    order-0 entropy (see the module docstring).
+
+    The file is written under a temporary name in the same folder, flushed to disk (fsync) and
+    then renamed over ``path`` (``os.replace``, atomic): a write that fails (a full disk, an
+    interruption) leaves any previous file at ``path`` as it was, and the temporary is removed.
+    """
     delta = _check_delta(delta)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if codec not in CODECS:
         raise ValueError(f"codec must be one of {CODECS}, got {codec!r}")
+    path = Path(path)
+    if path.is_dir():
+        raise BackSlashFileError(f"{path} is a directory: pass the path of the file to write")
     state = model.state_dict()
     names = _coded_names(model, coded)
     # a tensor shared under several names (tied embeddings) is stored once: later names are
@@ -592,72 +617,349 @@ def save_compressed(
         "crc32": [zlib.crc32(body[i : i + CHUNK]) for i in range(0, len(body), CHUNK)],
     }
     head = json.dumps(header).encode()
-    out = io.BytesIO()
-    out.write(MAGIC)
-    out.write(struct.pack("<II", len(head), zlib.crc32(head)))
-    out.write(head)
-    out.write(body)
-    Path(path).write_bytes(out.getvalue())
+    preamble = MAGIC + struct.pack("<II", len(head), zlib.crc32(head))
+    _write_atomically(path, (preamble, head, body))
     return CompressionStats(
         coded_params=count,
         raw_params=sum(math.prod(m["shape"]) for m in raw_meta),
         codeword_bits=total_bits,
         stream_bits=8 * len(stream) + side_bits,
-        file_bytes=out.tell(),
+        file_bytes=len(preamble) + len(head) + len(body),
     )
+
+
+def _write_atomically(path: Path, parts: tuple[bytes, ...]) -> None:
+    """``parts`` into ``path`` through a temporary file in the same folder: written, flushed,
+    fsync-ed, then renamed over ``path``; on any failure the temporary is removed and the error
+    raised, ``path`` untouched."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(tmp, "xb") as f:
+            for part in parts:
+                f.write(part)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError, AttributeError):  # the rename itself, to disk (POSIX)
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _read_checked(raw: bytes, path: str | Path) -> tuple[dict[str, Any], int]:
     """The header of a format-2 file and where its body starts, after checking the magic
-    bytes, the header's CRC, the body's length and every body chunk's CRC."""
+    bytes, the header's CRC and fields, the body's length and every body chunk's CRC."""
+    if not raw:
+        raise BackSlashFileError(f"{path} is empty (0 bytes), not a BackSlash file")
     if raw[:8] == OLD_MAGIC:
-        raise ValueError(
+        raise BackSlashFileError(
             f"{path} is a format-1 BackSlash file (no checksums, written by an older icml25): "
             "save the model again with save_compressed"
         )
     if raw[:8] != MAGIC:
-        raise ValueError(f"{path} is not an icml25 BackSlash file (bad magic bytes)")
+        if MAGIC.startswith(raw[:8]):
+            raise BackSlashFileError(f"{path} is truncated: {len(raw)} bytes, inside the magic")
+        raise BackSlashFileError(f"{path} is not an icml25 BackSlash file (bad magic bytes)")
     if len(raw) < 16:
-        raise ValueError(f"{path} is truncated: {len(raw)} bytes, shorter than the preamble")
+        raise BackSlashFileError(
+            f"{path} is truncated: {len(raw)} bytes, shorter than the preamble"
+        )
     hlen, head_crc = struct.unpack("<II", raw[8:16])
     if 16 + hlen > len(raw):
-        raise ValueError(f"{path} is truncated: the header needs {hlen} bytes, the file ends first")
+        raise BackSlashFileError(
+            f"{path} is truncated: the header needs {hlen} bytes, the file ends first"
+        )
     head = raw[16 : 16 + hlen]
     if zlib.crc32(head) != head_crc:
-        raise ValueError(f"{path} is corrupt: the header fails its CRC32 check")
-    header = json.loads(head)
+        raise BackSlashFileError(f"{path} is corrupt: the header fails its CRC32 check")
+    try:
+        header = json.loads(head)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BackSlashFileError(f"{path} is corrupt: its header is not JSON ({exc})") from exc
+    _check_fields(header, path)
     body = raw[16 + hlen :]
     if len(body) != header["body_bytes"]:
         what = "truncated" if len(body) < header["body_bytes"] else "corrupt (trailing bytes)"
-        raise ValueError(
+        raise BackSlashFileError(
             f"{path} is {what}: the body has {len(body)} bytes, its header says "
             f"{header['body_bytes']}"
         )
-    chunk = int(header["chunk"])
+    chunk = header["chunk"]
+    if len(header["crc32"]) != -(-len(body) // chunk):
+        raise BackSlashFileError(
+            f"{path} is corrupt: {len(header['crc32'])} body CRC32s for "
+            f"{-(-len(body) // chunk)} chunks"
+        )
     for k, crc in enumerate(header["crc32"]):
         if zlib.crc32(body[k * chunk : (k + 1) * chunk]) != crc:
             end = min((k + 1) * chunk, len(body))
-            raise ValueError(
+            raise BackSlashFileError(
                 f"{path} is corrupt: body chunk {k} (bytes {k * chunk}..{end} after the header) "
                 "fails its CRC32 check"
             )
     return header, 16 + hlen
 
 
+def _is_int(x: Any, low: int = 0) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= low
+
+
+def _check_fields(header: Any, path: str | Path) -> None:
+    """Every header field the reader uses, with the type and range it must have (a header with
+    a valid CRC may still have been written by something else)."""
+
+    def bad(what: str) -> BackSlashFileError:
+        return BackSlashFileError(f"{path} has an invalid header: {what}")
+
+    if not isinstance(header, dict):
+        raise bad("not a JSON object")
+    if header.get("version") != 2:
+        raise bad(f"version {header.get('version')!r}, this icml25 reads version 2")
+    if header.setdefault("codec", "eg") not in CODECS:  # files before the option: Exp-Golomb
+        raise BackSlashFileError(
+            f"{path} uses codec {header['codec']!r}, which this icml25 cannot read"
+        )
+    for key in ("block", "count", "total_bits", "stream_bytes", "body_bytes"):
+        if not _is_int(header.get(key)):
+            raise bad(f"{key} must be an integer >= 0, got {header.get(key)!r}")
+    if not _is_int(header.get("chunk"), 1):
+        raise bad(f"chunk must be an integer >= 1, got {header.get('chunk')!r}")
+    delta = header.get("delta")
+    if not (isinstance(delta, (int, float)) and not isinstance(delta, bool)) or not (
+        math.isfinite(delta) and delta > 0
+    ):
+        raise bad(f"delta must be a finite number > 0, got {delta!r}")
+    crcs = header.get("crc32")
+    if not isinstance(crcs, list) or not all(_is_int(c) for c in crcs):
+        raise bad("crc32 must be a list of integers")
+    for key in ("coded", "raw"):
+        entries = header.get(key)
+        if not isinstance(entries, list):
+            raise bad(f"{key} must be a list of tensors")
+        for e in entries:
+            ok = (
+                isinstance(e, dict)
+                and isinstance(e.get("name"), str)
+                and isinstance(e.get("dtype"), str)
+                and isinstance(e.get("shape"), list)
+                and all(_is_int(d) for d in e["shape"])
+                and (key == "coded" or _is_int(e.get("offset")))
+            )
+            if not ok:
+                raise bad(f"{key} holds an entry without a name, shape, dtype or offset: {e!r}")
+    tied = header.setdefault("tied", {})
+    if not isinstance(tied, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tied.items()
+    ):
+        raise bad("tied must map names to names")
+    if header["codec"] == "rans":
+        sizes, nbytes = header.get("tables"), header.get("table_bytes")
+        if not isinstance(sizes, list) or not all(_is_int(k) for k in sizes):
+            raise bad("tables must be a list of integers")
+        if not _is_int(nbytes):
+            raise bad(f"table_bytes must be an integer >= 0, got {nbytes!r}")
+        layout = header.get("rans_layout")
+        if layout is not None and not (
+            isinstance(layout, list)
+            and all(
+                isinstance(m, list) and len(m) == 4 and all(_is_int(v) for v in m) for m in layout
+            )
+        ):
+            raise bad("rans_layout must be a list of [width, precision, lanes, bytes]")
+
+
+def _dtype_of(name: str) -> torch.dtype | None:
+    """The torch dtype a header names (``"torch.float32"`` or NumPy's ``"float32"``), or
+    ``None`` for a name that is neither (or not a number type)."""
+    if name.startswith("torch."):
+        dt = getattr(torch, name[6:], None)
+        return dt if isinstance(dt, torch.dtype) else None
+    try:
+        np_dt = np.dtype(name)
+    except TypeError:
+        return None
+    if np_dt.kind not in "biuf":
+        return None
+    return torch.from_numpy(np.zeros(0, dtype=np_dt)).dtype
+
+
+def _widens(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether every value of ``src`` is a value of ``dst`` (the same dtype, or a wider one of
+    the same kind: float16 -> float32, int32 -> int64; not float16 <-> bfloat16)."""
+    if src == dst:
+        return True
+    if src.is_floating_point and dst.is_floating_point:
+        a, b = torch.finfo(src), torch.finfo(dst)
+        return b.max >= a.max and b.eps <= a.eps and b.tiny <= a.tiny
+    if src == torch.bool or dst == torch.bool or src.is_floating_point or dst.is_floating_point:
+        return False
+    if src.is_complex or dst.is_complex:
+        return False
+    i, j = torch.iinfo(src), torch.iinfo(dst)
+    return j.min <= i.min and j.max >= i.max
+
+
+def _plan(header: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """The body's sections (where each starts and how long it is) from the header, checked
+    against the body's length and against each other, so that nothing is allocated for a
+    tensor the body cannot hold: the coded tensors' sizes add up to ``count``, every codeword
+    takes at least one bit of the stream, each raw tensor lies inside the raw section."""
+
+    def bad(what: str) -> BackSlashFileError:
+        return BackSlashFileError(f"{path} is corrupt: {what}")
+
+    count, body = header["count"], header["body_bytes"]
+    sizes = [math.prod(e["shape"]) for e in header["coded"]]
+    if sum(sizes) != count:
+        raise bad(f"its coded tensors hold {sum(sizes)} weights, the header's count is {count}")
+    if header["codec"] == "rans":
+        side = header["table_bytes"]
+        if len(header["tables"]) != len(sizes):
+            raise bad(f"{len(header['tables'])} symbol tables for {len(sizes)} coded tensors")
+        if any(k > n for k, n in zip(header["tables"], sizes, strict=True)):
+            raise bad("a symbol table has more distinct values than its tensor has weights")
+        layout = header.get("rans_layout")
+        if layout is not None:
+            if len(layout) != len(sizes):
+                raise bad(f"{len(layout)} rANS layouts for {len(sizes)} coded tensors")
+            if sum(m[3] for m in layout) != header["stream_bytes"]:
+                raise bad("the rANS streams' lengths do not add up to the stream's")
+            if any(m[2] > R.MAX_LANES for m in layout):
+                raise bad(f"a rANS layout has more than {R.MAX_LANES} lanes")
+    else:
+        block, bits = header["block"], header["total_bits"]
+        if count and not 1 <= block <= 1 << 16:
+            raise bad(f"block {block} (the writers use 1 to 65,536 codewords)")
+        side = 8 * (-(-count // block)) if count else 0
+        if not count <= bits <= 63 * count:  # a codeword takes 1 to 63 bits
+            raise bad(f"{bits} stream bits cannot hold {count} Exp-Golomb codewords")
+        if header["stream_bytes"] != -(-bits // 8):
+            raise bad(f"{header['stream_bytes']} stream bytes for {bits} bits")
+    raw_at = side + header["stream_bytes"]
+    if raw_at > body:
+        raise bad(f"its coded sections need {raw_at} bytes, the body has {body}")
+    raw_len = body - raw_at
+    for e in header["raw"]:
+        dt = _dtype_of(e["dtype"])
+        if dt is None:
+            raise bad(f"the raw tensor {e['name']} has dtype {e['dtype']!r}, not a number type")
+        nbytes = math.prod(e["shape"]) * torch.empty(0, dtype=dt).element_size()
+        e["_bytes"] = nbytes
+        if e["offset"] + nbytes > raw_len:
+            raise bad(
+                f"the raw tensor {e['name']} ({nbytes} bytes at {e['offset']}) lies past the end "
+                f"of the body's raw section ({raw_len} bytes)"
+            )
+    return {"side": side, "raw_at": raw_at}
+
+
+def _check_fits(header: dict[str, Any], model: nn.Module, path: str | Path) -> None:
+    """Every tensor of the file against ``model.state_dict()`` (names both ways, shapes,
+    dtypes), before anything is decoded or written into the model."""
+    state = model.state_dict()
+    entries = [*header["coded"], *header["raw"]]
+    names = [e["name"] for e in entries] + list(header["tied"])
+    dup = sorted(n for n, k in collections.Counter(names).items() if k > 1)
+    if dup:
+        raise BackSlashFileError(f"{path} is corrupt: it names {dup[:5]} more than once")
+    extra = [n for n in names if n not in state]
+    missing = [n for n in state if n not in set(names)]
+    if extra or missing:
+        parts = []
+        if extra:
+            parts.append(f"the file has {len(extra)} tensors the model lacks: {extra[:5]}")
+        if missing:
+            parts.append(f"the model has {len(missing)} tensors the file lacks: {missing[:5]}")
+        raise BackSlashFileError(f"{path} does not fit the model: " + "; ".join(parts))
+    shapes = {e["name"]: tuple(e["shape"]) for e in entries}
+    for n, source in header["tied"].items():
+        if source not in shapes:
+            raise BackSlashFileError(
+                f"{path} is corrupt: its tied tensor {n} (= {source}) has no source"
+            )
+        shapes[n] = shapes[source]
+    dtypes = {e["name"]: e["dtype"] for e in entries}
+    for n, shape in shapes.items():
+        if tuple(state[n].shape) != shape:
+            raise BackSlashFileError(
+                f"{path} does not fit the model: the file's tensor {n} {list(shape)} does not "
+                f"fit the model's {list(state[n].shape)}"
+            )
+        src = _dtype_of(dtypes.get(n) or dtypes[header["tied"][n]])
+        if src is None or not _widens(src, state[n].dtype):
+            raise BackSlashFileError(
+                f"{path} does not fit the model: the file's tensor {n} is "
+                f"{dtypes.get(n) or dtypes[header['tied'][n]]}, the model's is "
+                f"{state[n].dtype} (cast the model to the file's dtype first)"
+            )
+
+
 def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
-    """Decode ``path`` into ``model`` (in place); the names and shapes must match."""
+    """Decode ``path`` into ``model`` (in place).
+
+    Before anything is decoded or any parameter written, the file is checked (magic bytes,
+    CRC32s, the header's fields, the body's sections against its length) and matched against
+    ``model.state_dict()``: the same names (none extra, none missing), shapes, and dtypes the
+    file's values fit without loss. A refusal is a :class:`BackSlashFileError` (a
+    ``ValueError``) naming the file and what is wrong, and leaves ``model`` untouched."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if Path(path).is_dir():
+        raise BackSlashFileError(f"{path} is a directory, not a BackSlash file")
     raw = Path(path).read_bytes()
     header, at = _read_checked(raw, path)
-    count, block = int(header["count"]), int(header["block"])
-    codec = header.get("codec", "eg")  # files written before the option are Exp-Golomb
-    if codec == "rans":
+    plan = _plan(header, path)
+    _check_fits(header, model, path)
+    try:
+        values, stream, side_bits = _decode(raw, at, header)
+    except ValueError as exc:
+        raise BackSlashFileError(f"{path} is corrupt: {exc}") from exc
+    state = model.state_dict()
+    new: dict[str, torch.Tensor] = {}
+    i = 0
+    for meta in header["coded"]:
+        n, shape = meta["name"], tuple(meta["shape"])
+        size = math.prod(shape)
+        new[n] = torch.from_numpy(values[i : i + size].reshape(shape).copy()).to(state[n].dtype)
+        i += size
+    raw_at = at + plan["raw_at"]
+    for meta in header["raw"]:
+        n, shape = meta["name"], tuple(meta["shape"])
+        dt = np.dtype(meta["dtype"])
+        start = raw_at + meta["offset"]
+        arr = np.frombuffer(raw[start : start + meta["_bytes"]], dtype=dt)
+        new[n] = torch.from_numpy(arr.reshape(shape).copy()).to(state[n].dtype)
+    for n, source in header["tied"].items():
+        new[n] = new[source]
+    model.load_state_dict(new, strict=True)
+    return CompressionStats(
+        coded_params=header["count"],
+        raw_params=sum(math.prod(m["shape"]) for m in header["raw"]),
+        codeword_bits=int(header["total_bits"]),
+        stream_bits=8 * len(stream) + side_bits,
+        file_bytes=len(raw),
+    )
+
+
+def _decode(raw: bytes, at: int, header: dict[str, Any]) -> tuple[np.ndarray, bytes, int]:
+    """The coded weights (float32, in the header's order), the stream and the side bits, from a
+    file whose header :func:`_plan` and :func:`_check_fits` have checked; a corrupt stream
+    raises ``ValueError``."""
+    count, block = header["count"], header["block"]
+    if header["codec"] == "rans":
+        sizes = [math.prod(e["shape"]) for e in header["coded"]]
         tables = _unpack_tables(raw[at : at + header["table_bytes"]], header["tables"])
+        if [int(c.sum(dtype=np.int64)) for _, c in tables] != sizes:
+            raise ValueError("the symbol tables' counts do not match the tensors' sizes")
         side_bits = 8 * header["table_bytes"]
         at += header["table_bytes"]
         stream = raw[at : at + header["stream_bytes"]]
-        at += header["stream_bytes"]
         # dequantise each table (a few hundred values), then gather: the same float32 values
         # as dequantize(q) elementwise, without an int64 and a float64 copy of every weight
         steps = [(dequantize(v, header["delta"]), c) for v, c in tables]
@@ -667,51 +969,15 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
             parts = _rans_decode_constriction(np.frombuffer(stream, dtype="<u4"), steps)
         values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
         if len(values) != count:
-            raise ValueError(
-                f"{path} is corrupt: {len(values)} symbols decoded, header says {count}"
-            )
-    elif codec == "eg":
-        nblocks = -(-count // block) if count else 0
-        offsets = np.frombuffer(raw[at : at + 8 * nblocks], dtype="<u8").astype(np.uint64)
-        at += 8 * nblocks
-        side_bits = 64 * nblocks
-        stream = raw[at : at + header["stream_bytes"]]
-        at += header["stream_bytes"]
-        flat = _eg_decode_plus_one(stream, offsets, count, block, header["total_bits"])
-        delta = header["delta"]
-        values = _mapped(flat, lambda v: _eg_values(v, delta), np.float32)
-    else:
-        raise ValueError(f"{path} uses codec {codec!r}, which this icml25 cannot read")
-    state = model.state_dict()
-    new: dict[str, torch.Tensor] = {}
-    i = 0
-    for meta in header["coded"]:
-        n, shape = meta["name"], tuple(meta["shape"])
-        if n not in state or tuple(state[n].shape) != shape:
-            raise ValueError(f"the file's tensor {n} {shape} does not fit the model")
-        size = int(np.prod(shape))
-        new[n] = torch.from_numpy(values[i : i + size].reshape(shape).copy()).to(state[n].dtype)
-        i += size
-    for meta in header["raw"]:
-        n, shape = meta["name"], tuple(meta["shape"])
-        if n not in state or tuple(state[n].shape) != shape:
-            raise ValueError(f"the file's tensor {n} {shape} does not fit the model")
-        dt = np.dtype(meta["dtype"])
-        size = int(np.prod(shape)) * dt.itemsize
-        arr = np.frombuffer(raw[at + meta["offset"] : at + meta["offset"] + size], dtype=dt)
-        new[n] = torch.from_numpy(arr.reshape(shape).copy())
-    for n, source in header.get("tied", {}).items():
-        if n not in state or source not in new or state[n].shape != new[source].shape:
-            raise ValueError(f"the file's tied tensor {n} (= {source}) does not fit the model")
-        new[n] = new[source]
-    model.load_state_dict(new, strict=True)
-    return CompressionStats(
-        coded_params=count,
-        raw_params=sum(int(np.prod(m["shape"])) for m in header["raw"]),
-        codeword_bits=int(header["total_bits"]),
-        stream_bits=8 * len(stream) + side_bits,
-        file_bytes=len(raw),
-    )
+            raise ValueError(f"{len(values)} symbols decoded, header says {count}")
+        return values, stream, side_bits
+    nblocks = -(-count // block) if count else 0
+    offsets = np.frombuffer(raw[at : at + 8 * nblocks], dtype="<u8").astype(np.uint64)
+    at += 8 * nblocks
+    stream = raw[at : at + header["stream_bytes"]]
+    flat = _eg_decode_plus_one(stream, offsets, count, block, header["total_bits"])
+    delta = header["delta"]
+    return _mapped(flat, lambda v: _eg_values(v, delta), np.float32), stream, 64 * nblocks
 
 
 @torch.no_grad()

@@ -31,7 +31,7 @@ from icml25.backslash.coding import (
     quantize,
     save_compressed,
 )
-from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape, prox_power
+from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape_pooled, prox_power
 from icml25.core.claims import MIN_T_VALUES, Measurement
 from icml25.core.models import TrainConfig, train
 
@@ -178,7 +178,7 @@ def _shrunk(model: nn.Module, t: float) -> list[torch.Tensor]:
     """The Linear/Embedding weights of ``model`` after one proximal step of ``t |theta|^nu``
     (``nu`` estimated from them, clamped to BackSlash's default [0.5, 2])."""
     ps = [p.detach() for _, p in default_rate_params(model)]
-    nu = gg_shape(torch.cat([p.flatten() for p in ps]), (0.5, 2.0))
+    nu = gg_shape_pooled(ps, (0.5, 2.0))  # BackSlash's estimate: each tensor at its own scale
     return [prox_power(p, t, nu) for p in ps]
 
 

@@ -37,7 +37,7 @@ from icml25.backslash.coding import (
     quantize,
     save_compressed,
 )
-from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape_from_moments, prox_power
+from icml25.backslash.rate import BackSlash, default_rate_params, gg_shape_pooled, prox_power
 from icml25.core import validate as V
 from icml25.core.llm import finetune_windows
 
@@ -155,14 +155,11 @@ def tensor_bits(model: Any, delta: float) -> tuple[np.ndarray, np.ndarray]:
 @torch.no_grad()
 def post_rate(model: Any, t: float) -> Any:
     """A copy of ``model`` whose Linear/Embedding weights take one proximal step of
-    ``t |theta|^nu`` (``nu`` estimated from them by moments, clamped to [0.5, 2] as BackSlash's
+    ``t |theta|^nu`` (``nu`` estimated from them as BackSlash does, clamped to [0.5, 2] as its
     default): the rate applied after training, with no gradient step to repair it."""
     out = copy.deepcopy(model)
     ps = [p for _, p in default_rate_params(out)]
-    n = sum(p.numel() for p in ps)
-    s1 = sum(float(p.abs().sum(dtype=torch.float64)) for p in ps)
-    s2 = sum(float(p.pow(2).sum(dtype=torch.float64)) for p in ps)
-    nu = gg_shape_from_moments(n, s1, s2, (0.5, 2.0))
+    nu = gg_shape_pooled(ps, (0.5, 2.0))  # BackSlash's estimate: each tensor at its own scale
     for p in ps:
         p.copy_(prox_power(p, t, nu))
     return out.eval()

@@ -25,6 +25,8 @@ ICML 2025 (arXiv:2504.16968).
 from __future__ import annotations
 
 import math
+import warnings
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -103,6 +105,40 @@ def gg_shape_from_moments(
     if rho <= gg_rho(hi):
         return hi
     return float(brentq(lambda v: math.log(gg_rho(v)) - math.log(rho), lo, hi, xtol=1e-10))
+
+
+def gg_shape_pooled(
+    params: Iterable[torch.Tensor], bounds: tuple[float, float] = NU_TABLE
+) -> float:
+    """One shape ``nu`` for several tensors, each at its own scale: :func:`gg_shape` of the
+    tensors pooled after dividing each by its root mean square.
+
+    The weights of a network are a generalized Gaussian per tensor, with one shape and a scale
+    of each tensor's own (``1/sqrt(fan_in)`` at initialisation, an embedding's N(0, 1)). Pooled
+    as they are, tensors of different scales form a scale mixture, whose kurtosis is that of
+    the mixture, not of any tensor: a small N(0, 1) embedding beside Linear layers at 0.05
+    puts the raw estimate at its lower bound before any training. Standardised, the pooled
+    moments are ``N`` and ``sum_k sum_i |theta_ki| / sigma_k``; tensors at one scale give
+    :func:`gg_shape` of their concatenation exactly, and rescaling any tensor changes nothing.
+    All-zero tensors carry no shape and are left out (all of them zero: the lower bound).
+    Sums in float64, tensor by tensor (no copy of the weights).
+    """
+    _bounds("bounds", bounds, strict=True)
+    tensors = _tensors("params", params)
+    if not tensors or any(p.numel() == 0 for p in tensors):
+        raise ValueError("params must be a non-empty list of non-empty tensors")
+    n, s1 = 0, 0.0
+    for p in tensors:
+        x = p.detach()
+        a1 = float(x.abs().sum(dtype=torch.float64))
+        a2 = float(x.pow(2).sum(dtype=torch.float64))
+        if not (math.isfinite(a1) and math.isfinite(a2)):
+            raise ValueError("theta must be finite (got NaN/inf)")
+        if a2 == 0.0:
+            continue
+        s1 += a1 / math.sqrt(a2 / x.numel())
+        n += x.numel()
+    return gg_shape_from_moments(n, s1, float(n), bounds) if n else bounds[0]
 
 
 def _tensors(name: str, params: Any) -> list[torch.Tensor]:
@@ -276,20 +312,43 @@ def default_rate_params(model: nn.Module) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
+class RateCollapseWarning(UserWarning):
+    """The rate step drove a constrained tensor to all zeros (the layer is dead: its output no
+    longer depends on its input). Raised through :func:`warnings.warn`, naming the tensor."""
+
+
 class BackSlash:
     """Rate-constrained training for any ``nn.Module`` and any ``torch.optim`` optimizer.
 
     After every optimizer step, each constrained parameter takes the proximal step of
     ``lambda R``. Its step size is ``lr * lambda / N`` (``/ N`` only for
     ``reduction="mean"``), with ``lr`` the learning rate of the parameter's group. ``nu`` is
-    re-estimated from all constrained weights together every ``nu_every`` steps, or fixed
-    (``nu=2``: Gaussian prior, an L2-type penalty; ``nu=1``: Laplace prior, L1).
+    re-estimated every ``nu_every`` steps from all constrained weights together, each tensor
+    at its own scale (:func:`gg_shape_pooled`), or fixed (``nu=2``: Gaussian prior, an L2-type
+    penalty; ``nu=1``: Laplace prior, L1).
+
+    Two rules keep ``lambda`` meaning the same whatever else the model holds:
+
+    - The shape is estimated with each tensor divided by its own scale. Pooled raw, an
+      embedding at N(0, 1) beside Linear layers at ``1/sqrt(fan_in)``, or a layer the rate
+      has shrunk, reads as heavy tails and puts ``nu`` at its lower bound, where the prox is
+      a hard threshold that zeroes whole layers.
+    - A Linear or convolution weight whose output goes straight into a BatchNorm (with running
+      statistics) has no scale of its own: the batch statistics divide it out, so the rate
+      would shrink it, unopposed by the loss, into the hard threshold. Its rate is taken on
+      the weight as the network uses it, folded into the BatchNorm,
+      ``W_c * |gamma_c| / sqrt(running_var_c + eps)`` per output channel ``c``, the folding
+      of deployment. These weights are found in the first training forward pass (forward
+      hooks, removed after it; a model without BatchNorm gets none); ``folded_`` names them.
+
+    A step that leaves a constrained tensor all zero raises a :class:`RateCollapseWarning`
+    naming it (once per tensor).
 
     Parameters
     ----------
     model
-        The network; by default the weights of its ``nn.Linear`` and ``nn.Embedding`` layers
-        are constrained.
+        The network; by default the weights of its ``nn.Linear``, ``nn.Embedding`` and
+        convolution layers are constrained (:func:`default_rate_params`).
     lam
         The Lagrange multiplier ``lambda >= 0``.
     nu
@@ -360,27 +419,111 @@ class BackSlash:
         self.nu_bounds, self.nu_every = (float(lo), float(hi)), nu_every
         self.n_params = sum(p.numel() for p in chosen)
         self.steps = 0
+        known = (
+            {id(p): n for n, p in model.named_parameters()} if isinstance(model, nn.Module) else {}
+        )
+        self.names = [known.get(id(p), f"params[{k}]") for k, p in enumerate(chosen)]
+        self._dead: set[int] = set()  # tensors already reported all zero
+        self._folds: dict[int, nn.Module] = {}  # id(weight) -> the BatchNorm it feeds
+        self._hooks: list[Any] = []
+        if isinstance(model, nn.Module):
+            self._find_batchnorms(model)
         self.nu_: float = float(nu) if nu != "auto" else self._estimate()
+
+    @property
+    def folded_(self) -> list[str]:
+        """Names of the constrained weights found feeding a BatchNorm, whose rate is taken on
+        the weight folded into it."""
+        return [n for n, p in zip(self.names, self.params, strict=True) if id(p) in self._folds]
+
+    def _find_batchnorms(self, model: nn.Module) -> None:
+        """Forward hooks that find the constrained Linear/convolution weights whose output is
+        the input of a BatchNorm with running statistics over the weight's output channels;
+        removed after the first training forward pass of ``model`` (a model without BatchNorm
+        gets none)."""
+        if not any(isinstance(m, _BN) for m in model.modules()):
+            return
+        constrained = {id(p) for p in self.params}
+        outputs: dict[int, tuple[Any, torch.Tensor]] = {}  # id(output) -> (ref, weight)
+
+        def produced(mod: nn.Module, _inp: Any, out: Any) -> None:
+            if not isinstance(out, torch.Tensor) or out.dim() < 2:
+                return
+            if isinstance(mod, nn.Linear) and out.dim() != 2:
+                return  # (N, L, features): a BatchNorm1d there normalises over L
+            if len(outputs) > 4096:  # submodules called outside the model's forward
+                outputs.clear()
+            if isinstance(mod.weight, torch.Tensor):
+                outputs[id(out)] = (weakref.ref(out), mod.weight)
+
+        def consumed(mod: nn.Module, inp: Any) -> None:
+            x = inp[0] if inp else None
+            hit = outputs.get(id(x)) if isinstance(x, torch.Tensor) else None
+            if hit is None or hit[0]() is not x or getattr(mod, "running_var", None) is None:
+                return
+            if getattr(mod, "num_features", None) == hit[1].shape[0]:
+                self._folds[id(hit[1])] = mod
+
+        def done(mod: nn.Module, _inp: Any, _out: Any) -> None:
+            outputs.clear()
+            if mod.training:  # the architecture is known after one training pass
+                for h in self._hooks:
+                    h.remove()
+                self._hooks = []
+
+        for mod in model.modules():
+            w = getattr(mod, "weight", None)
+            if isinstance(mod, _BN):
+                self._hooks.append(mod.register_forward_pre_hook(consumed))
+            elif (
+                isinstance(mod, (nn.Linear, nn.modules.conv._ConvNd))
+                and not isinstance(mod, nn.modules.conv._ConvTransposeNd)  # channels on dim 1
+                and isinstance(w, torch.Tensor)
+                and id(w) in constrained
+            ):
+                self._hooks.append(mod.register_forward_hook(produced))
+        self._hooks.append(model.register_forward_hook(done))
+
+    def _fold(self, p: torch.Tensor) -> torch.Tensor | None:
+        """The per-output-channel factor ``|gamma| / sqrt(running_var + eps)`` of the BatchNorm
+        that ``p`` feeds, shaped to broadcast over ``p`` (``None``: ``p`` feeds none). A channel
+        whose factor is 0 or not finite keeps the factor 1."""
+        bn = self._folds.get(id(p))
+        if bn is None:
+            return None
+        var, weight = bn.running_var, bn.weight
+        if not isinstance(var, torch.Tensor):  # running statistics switched off since
+            return None
+        var = var.detach().to(p.dtype)
+        gamma = weight.detach().abs().to(p.dtype) if isinstance(weight, torch.Tensor) else 1.0
+        c = gamma / (var + getattr(bn, "eps", 0.0)).sqrt()
+        c = torch.where(torch.isfinite(c) & (c > 0), c, torch.ones_like(c))
+        return c.view([-1] + [1] * (p.dim() - 1))
+
+    def _rated(self) -> list[torch.Tensor]:
+        """The constrained tensors as the rate sees them (folded where they feed a BatchNorm)."""
+        out = []
+        for p in self.params:
+            c = self._fold(p)
+            out.append(p.detach() if c is None else p.detach() * c)
+        return out
 
     def _estimate(self) -> float:
         if self.nu_bounds[0] == self.nu_bounds[1]:
             return self.nu_bounds[0]
-        if self.n_params <= 1 << 22:
-            flat = torch.cat([p.detach().flatten() for p in self.params])
-            return gg_shape(flat, self.nu_bounds)
-        # large models: the two moments tensor by tensor, accumulated in float64, instead of
-        # a float64 copy of every weight (1.3 GB for SmolLM2-135M)
-        s1 = sum(float(p.detach().abs().sum(dtype=torch.float64)) for p in self.params)
-        s2 = sum(float(p.detach().pow(2).sum(dtype=torch.float64)) for p in self.params)
-        return gg_shape_from_moments(self.n_params, s1, s2, self.nu_bounds)
+        return gg_shape_pooled(self._rated(), self.nu_bounds)
 
     def rate(self) -> float:
-        """The current ``R(theta)`` at the current ``nu``."""
-        return gg_rate(self.params, self.nu_, self.reduction, self.eps)
+        """The current ``R(theta)`` at the current ``nu`` (of the folded weights where a weight
+        feeds a BatchNorm)."""
+        return gg_rate(self._rated(), self.nu_, self.reduction, self.eps)
 
-    @torch.no_grad()
     def step(self, optimizer: torch.optim.Optimizer | None = None, lr: float | None = None) -> None:
         """The proximal rate step. The step size is ``lr``, or each parameter group's ``lr``."""
+        with torch.no_grad():
+            self._step(optimizer, lr)
+
+    def _step(self, optimizer: torch.optim.Optimizer | None, lr: float | None) -> None:
         if lr is not None:
             lr = V.number("lr", lr, low=0.0)
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -398,13 +541,32 @@ class BackSlash:
                 for p in g["params"]:
                     group_lr[id(p)] = float(g["lr"])
         scale = self.lam / self.n_params if self.reduction == "mean" else self.lam
-        for p in self.params:
+        for name, p in zip(self.names, self.params, strict=True):
             eta = lr if lr is not None else group_lr.get(id(p))
             if eta is None:
                 raise ValueError("pass lr= or the optimizer that holds the parameters")
             if not (math.isfinite(eta) and eta >= 0):
                 raise ValueError(f"the optimizer's lr must be a finite number >= 0, got {eta!r}")
-            p.copy_(prox_power(p, eta * scale, self.nu_, self.eps))
+            c = self._fold(p)
+            if c is None:
+                p.copy_(prox_power(p, eta * scale, self.nu_, self.eps))
+            else:  # the prox of the folded weight, unfolded
+                p.copy_(prox_power(p * c, eta * scale, self.nu_, self.eps) / c)
+            self._report_zero(name, p)
+
+    def _report_zero(self, name: str, p: torch.Tensor) -> None:
+        """A :class:`RateCollapseWarning` the first time a step leaves ``p`` all zero (once per
+        tensor: a layer held at zero by the rate regrows a little between steps)."""
+        if id(p) in self._dead or bool(p.any()):
+            return
+        self._dead.add(id(p))
+        warnings.warn(
+            f"BackSlash: the rate step drove {name} ({p.numel()} weights) to all zeros at step "
+            f"{self.steps} (lam={self.lam:g}, nu={self.nu_:.3g}): the layer's output no longer "
+            "depends on its input; use a smaller lam (or leave the tensor out with params=)",
+            RateCollapseWarning,
+            stacklevel=4,  # the caller of step(), or the optimizer's step hook
+        )
 
     def attach(self, optimizer: torch.optim.Optimizer) -> BackSlash:
         """Run :meth:`step` after every ``optimizer.step()`` (a step post-hook)."""
@@ -421,3 +583,11 @@ class BackSlash:
         if handle is not None:
             handle.remove()
             self._handle = None
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+
+_BN = nn.modules.batchnorm._BatchNorm
+"""BatchNorm1d/2d/3d, SyncBatchNorm and the lazy ones: a channel's output does not depend on
+the scale of its input (batch statistics in training; running ones fold into the weight)."""
