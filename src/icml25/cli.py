@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from icml25.core import report as rep
 from icml25.core import results as res
-from icml25.core.html import write_html
+from icml25.core.html import render_html
 from icml25.core.parallel import EXECUTORS, run_methods
 from icml25.core.publish import publish as publish_run
-from icml25.core.runner import BUDGETS
+from icml25.core.registry import Method
+from icml25.core.runner import BUDGETS, FolderInUse, atomic_write_bytes, folder_lock
 from icml25.methods import load_all
 
 EXIT_CRASH = 1
@@ -200,12 +203,32 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return EXIT_USAGE
     chosen = [methods[n] for n in (args.names or methods)]
     out: Path = args.out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
-    say = _progress()
-    command = "icml25 " + shlex.join(argv)
     if args.address is not None and args.executor != "ray":
         print("icml25: --address needs --executor ray", file=sys.stderr)
         return EXIT_USAGE
+    if out.exists() and not out.is_dir():
+        print(f"icml25: --out {out}: is a file, not a folder", file=sys.stderr)
+        return EXIT_USAGE
+    say = _progress()
+    command = "icml25 " + shlex.join(argv)
+    try:
+        with folder_lock(out, command):
+            return _reproduce(args, chosen, out, command, say)
+    except FolderInUse as exc:
+        print(f"icml25: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        say(f"interrupted; finished methods are saved: rerun with --out {out} to resume")
+        return EXIT_INTERRUPTED
+
+
+def _reproduce(
+    args: argparse.Namespace,
+    chosen: list[Method],
+    out: Path,
+    command: str,
+    say: Callable[[str], None],
+) -> int:
     try:
         entries = run_methods(
             chosen,
@@ -219,9 +242,6 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
             gpus=args.gpus,
             say=say,
         )
-    except KeyboardInterrupt:
-        say(f"interrupted; finished methods are saved: rerun with --out {out} to resume")
-        return EXIT_INTERRUPTED
     except ImportError as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -230,10 +250,9 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if published is not None:
         res.beside_published(results, published[1], published[0])
     res.write_results(results, out)
-    rep.write_report(results, out)
-    page = write_html(results, out)
+    md, page = write_reports(results, out)
     rep.print_table(results)
-    print(f"report: {out / 'report.md'}")
+    print(f"report: {md}")
     print(f"report: {page} (open it in a browser)")
     if any(e["error"] for e in entries):
         for e in entries:
@@ -245,37 +264,66 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def write_reports(results: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    """``out/report.md`` and ``out/report.html``, each written to a temporary name and renamed
+    (a killed run never leaves a truncated report)."""
+    md, page = out / "report.md", out / "report.html"
+    atomic_write_bytes(md, rep.render_markdown(results).encode())
+    atomic_write_bytes(page, render_html(results, out).encode("utf-8"))
+    return md, page
+
+
+def _fail(message: object) -> int:
+    print(f"icml25: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def cmd_report(args: argparse.Namespace) -> int:
+    run_dir: Path = args.dir if args.dir.is_dir() or not args.dir.exists() else args.dir.parent
+    source = args.dir / "results.json" if args.dir.is_dir() else args.dir
     try:
-        results = res.load_results(args.dir)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"icml25: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    path = rep.write_report(results, args.dir)
-    page = write_html(results, args.dir)
-    rep.print_table(results)
+        with (
+            folder_lock(run_dir, "icml25 report") if run_dir.is_dir() else contextlib.nullcontext()
+        ):
+            results = res.load_results(args.dir)
+            try:
+                path, page = write_reports(results, run_dir)
+                rep.print_table(results)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                return _fail(f"{source}: cannot render it ({type(exc).__name__}: {exc})")
+    except (FileNotFoundError, ValueError, FolderInUse) as exc:
+        return _fail(exc)
+    except OSError as exc:
+        return _fail(f"{run_dir}: {exc.strerror or exc}")
     print(f"report: {path}")
     print(f"report: {page} (open it in a browser)")
     if args.publish:
         try:
-            print(f"published: {publish_run(results, args.dir, Path.cwd())}")
+            print(f"published: {publish_run(results, run_dir, Path.cwd())}")
         except FileNotFoundError as exc:
-            print(f"icml25: {exc}; nothing was published", file=sys.stderr)
-            return EXIT_USAGE
+            return _fail(f"{exc}; nothing was published")
+        except OSError as exc:
+            return _fail(f"{exc}; the previous publication is kept")
     return 0
 
 
 def cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.out.exists() and not args.out.is_dir():
+        return _fail(f"{args.out}: is a file, not a folder (OUT is the folder to collect into)")
+    made = not args.out.exists()
     try:
-        results = res.collect(
-            list(args.sources), args.out, "icml25 " + shlex.join(argv), load_all()
-        )
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"icml25: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    rep.write_report(results, args.out)
-    write_html(results, args.out)
-    rep.print_table(results)
+        with folder_lock(args.out, "icml25 " + shlex.join(argv)):
+            results = res.collect(
+                list(args.sources), args.out, "icml25 " + shlex.join(argv), load_all()
+            )
+            write_reports(results, args.out)
+            rep.print_table(results)
+    except (FileNotFoundError, ValueError, FolderInUse, OSError) as exc:
+        if made and args.out.is_dir() and not any(args.out.iterdir()):
+            args.out.rmdir()  # the folder the lock made, left empty
+        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+            return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}")
+        return _fail(exc)
     print(f"collected: {args.out / 'results.json'}")
     print(f"publish it with: icml25 report {args.out} --publish")
     return 0
@@ -340,8 +388,7 @@ def cmd_power(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(pilot, args.budget_seconds))
+    atomic_write_bytes(args.out, render(pilot, args.budget_seconds).encode())
     print(f"written: {args.out}")
     return 0
 

@@ -36,6 +36,7 @@ from icml25.core.results import (
     time_line,
     verdict_counts,
 )
+from icml25.core.runner import atomic_write_bytes
 
 COLOURS = {
     "reproduced": "#2e7d32",
@@ -440,8 +441,9 @@ def render_html(results: dict[str, Any], run_dir: Path) -> str:
 
 
 def write_html(results: dict[str, Any], out_dir: Path, path: Path | None = None) -> Path:
-    """Write ``report.html`` (into ``out_dir``, or to ``path``), figures read from ``out_dir``."""
+    """Write ``report.html`` (into ``out_dir``, or to ``path``), figures read from ``out_dir``;
+    through a temporary file and a rename, so an interrupted write leaves the earlier page."""
     target = path or out_dir / "report.html"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html(results, out_dir), encoding="utf-8")
+    atomic_write_bytes(target, render_html(results, out_dir).encode("utf-8"))
     return target

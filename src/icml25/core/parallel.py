@@ -10,12 +10,16 @@ seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as 
   (killed, out of memory) makes that method a crash entry and is replaced. The longest methods (by
   their registry's ``quick_seconds``) start first, so that one long method does not run alone
   at the end while the other workers idle (Ray tasks are submitted in the same order);
-  results come back in the order given.
+  results come back in the order given. Workers die with the run that spawned them (killed or
+  not: :func:`_die_with_parent`) and leave Ctrl-C to it.
 - ``executor="ray"``: each method is a Ray task asking for the CPUs its registry entry declares
   (``Method.cpus``) and ``gpus`` GPUs, on a local Ray or the cluster at ``address``
   (``pip install 'icml25[ray]'``). The task runs in a scratch folder on whichever node it lands
   on and returns its entry and figures; the driver writes them, so a cluster needs no shared
-  file system.
+  file system. A local Ray started here shares the run's fate: Ray starts its processes with
+  ``PR_SET_PDEATHSIG`` on Linux (``fate_share``), and a dead driver's job and workers end.
+
+One process at a time runs in an ``out_dir`` (its lock, :func:`~icml25.core.runner.folder_lock`).
 """
 
 from __future__ import annotations
@@ -25,15 +29,26 @@ import logging
 import multiprocessing as mp
 import os
 import queue
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from icml25.core.registry import Method
-from icml25.core.runner import Budget, make_entry, run_method, save_entry, saved_entry
+from icml25.core.runner import (
+    Budget,
+    atomic_write_bytes,
+    folder_lock,
+    make_entry,
+    run_method,
+    save_entry,
+    saved_entry,
+    sweep_temporaries,
+)
 
 Say = Callable[[str], None]
 EXECUTORS = ("local", "ray")
@@ -49,10 +64,50 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
 
-def _local_worker(inbox: Any, outbox: Any, out: str, threads: int, wid: int) -> None:
+PARENT_POLL_S = 0.5
+"""How often a worker checks that the process that started it still runs."""
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make this worker exit when ``parent`` (the run that spawned it) is gone, killed or not,
+    busy or idle: on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); everywhere a
+    daemon thread sees its parent change (``os.getppid()``: reparented) and exits. Without it a
+    killed run's workers would wait on their task queue forever, and keep the resource tracker
+    alive with them."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(EXIT_ORPHANED)
+
+    if os.getppid() != parent:  # it died before the kernel's watch was set
+        os._exit(EXIT_ORPHANED)
+    threading.Thread(target=watch, name="icml25-parent-watch", daemon=True).start()
+
+
+EXIT_ORPHANED = 70
+"""A worker's exit status when it exits because its parent is gone."""
+
+
+def _local_worker(
+    inbox: Any, outbox: Any, out: str, threads: int, wid: int, parent: int | None = None
+) -> None:
     """Body of a spawned worker: run the methods it is sent, one after another, saving each
     entry (the parent reads it) and saying that it finished, until it is sent ``None``. One
-    process runs many methods, as a serial run does, so each import is paid once a worker."""
+    process runs many methods, as a serial run does, so each import is paid once a worker.
+    It dies with ``parent`` (:func:`_die_with_parent`) and leaves Ctrl-C to it: the parent
+    stops its workers."""
+    if parent is not None:
+        _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _set_threads(threads)
     while (task := inbox.get()) is not None:
         method, budget, seeds = task
@@ -105,6 +160,8 @@ def run_methods(
 
     Finished entries already in ``out_dir`` with the same budget and seeds are reused unless
     ``fresh``. ``KeyboardInterrupt`` stops the workers and propagates; what finished is saved.
+    ``out_dir`` is locked for the run (:func:`~icml25.core.runner.folder_lock`): a second
+    process on it raises :class:`~icml25.core.runner.FolderInUse`.
     """
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
@@ -115,6 +172,25 @@ def run_methods(
     if not (gpus >= 0):
         raise ValueError(f"gpus must be >= 0, got {gpus!r}")
     seeds = tuple(int(s) for s in seeds)
+    with folder_lock(out_dir, "icml25.core.parallel.run_methods"):
+        sweep_temporaries(out_dir)
+        return _run_methods(
+            methods, budget, seeds, out_dir, fresh, jobs, executor, address, gpus, say
+        )
+
+
+def _run_methods(
+    methods: Sequence[Method],
+    budget: Budget,
+    seeds: tuple[int, ...],
+    out_dir: Path,
+    fresh: bool,
+    jobs: int,
+    executor: str,
+    address: str | None,
+    gpus: float,
+    say: Say,
+) -> list[dict[str, Any]]:
     n = len(methods)
     entries: dict[str, dict[str, Any]] = {}
     todo: list[Method] = []
@@ -175,7 +251,7 @@ def _run_local(
         inbox = ctx.Queue()
         proc = ctx.Process(
             target=_local_worker,
-            args=(inbox, outbox, str(out_dir), threads, len(workers)),
+            args=(inbox, outbox, str(out_dir), threads, len(workers), os.getpid()),
             name=f"icml25-worker-{len(workers)}",
         )
         proc.start()
@@ -287,8 +363,7 @@ def _run_ray(
             try:
                 entry, files = ray.get(done[0])
                 for rel, data in files.items():
-                    (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (out_dir / rel).write_bytes(data)
+                    atomic_write_bytes(out_dir / rel, data)
             except Exception as exc:  # the task died (worker lost, out of memory)
                 entry = _crash(
                     m, budget, seeds, time.perf_counter() - start, f"the Ray task failed: {exc!r}\n"

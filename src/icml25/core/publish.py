@@ -18,7 +18,9 @@ published files: a path inside the repository becomes relative to it, any other 
 path keeps only its part from a ``runs/`` folder on, or its last component.
 
 The new folder is assembled beside the old one and swapped in by renames, after every figure
-was found, so that a failing publish leaves the previous publication whole.
+was found, so that a failing publish leaves the previous publication whole (a publish killed
+between the two renames leaves it as ``docs/.reproduction.old``, which the next publish puts
+back before it reads it).
 """
 
 from __future__ import annotations
@@ -125,6 +127,9 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
     returns the path of ``REPRODUCTION.md``. Raises ``FileNotFoundError`` naming the missing
     figures before anything is replaced."""
     docs = root / "docs" / "reproduction"
+    retired = docs.with_name(".reproduction.old")
+    if not docs.exists() and retired.is_dir():  # a publish killed between its two renames
+        retired.rename(docs)
     new = _portable(results, root)
     current, legacy = (None if r is None else _portable(r, root) for r in _published(docs))
     if current is not None and _same_run(current, new):
@@ -150,7 +155,6 @@ def publish(results: dict[str, Any], run_dir: Path, root: Path) -> Path:
         shutil.copy2(run_dir / fig, staging / fig)
     (staging / "results.json").write_text(json.dumps(new, indent=2))
     write_html(new, run_dir, staging / "report.html")
-    retired = docs.with_name(".reproduction.old")
     shutil.rmtree(retired, ignore_errors=True)
     if docs.exists():
         docs.rename(retired)

@@ -18,6 +18,7 @@ from typing import Any
 from icml25.core.registry import Method
 from icml25.core.report import md_cell
 from icml25.core.results import measured_text
+from icml25.core.runner import atomic_write_bytes
 
 START = "<!-- claims-table:start -->"
 END = "<!-- claims-table:end -->"
@@ -74,5 +75,5 @@ def update_readmes(
         if new != text:
             changed.append(path)
             if not check:
-                path.write_text(new)
+                atomic_write_bytes(path, new.encode())  # never a half-written README
     return changed

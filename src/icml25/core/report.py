@@ -170,12 +170,6 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_report(results: dict[str, Any], out_dir: Path) -> Path:
-    path = out_dir / "report.md"
-    path.write_text(render_markdown(results))
-    return path
-
-
 def wide_console() -> Any:
     """A rich Console; on a pipe or log file, 160 columns instead of squeezing into 80."""
     from rich.console import Console

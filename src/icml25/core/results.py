@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import platform
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -50,14 +49,13 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from icml25.core.claims import VERDICTS, Claim, Interval, Measurement, Rule
 from icml25.core.registry import Method
-from icml25.core.runner import BUDGETS
+from icml25.core.results_schema import SCHEMA, check_results
+from icml25.core.runner import BUDGETS, atomic_copy
 
-SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
 _PACKAGES = ("icml25", "numpy", "scipy", "torch", "scikit-learn", "matplotlib", "rich")
 
 
@@ -112,14 +110,27 @@ def write_results(results: dict[str, Any], out_dir: Path) -> Path:
 
 
 def load_results(out_dir: Path) -> dict[str, Any]:
+    """The results in ``out_dir/results.json`` (or the file ``out_dir``), checked
+    (:func:`check_results`). Raises ``FileNotFoundError`` when there is none, ``ValueError``
+    naming the file and what is wrong for anything else (unreadable, not JSON, a damaged or
+    foreign file)."""
     path = out_dir / "results.json" if out_dir.is_dir() else out_dir
     if not path.exists():
         raise FileNotFoundError(f"no results.json in {out_dir} (run `icml25 reproduce` first)")
-    results: dict[str, Any] = json.loads(path.read_text())
-    if results.get("schema") not in READABLE_SCHEMAS or "methods" not in results:
-        known = " or ".join(map(str, READABLE_SCHEMAS))
-        raise ValueError(f"{path} is not an icml25 results file (schema {known})")
-    return results
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a results file")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read ({exc})") from None
+    if not text.strip():
+        raise ValueError(f"{path}: is empty (a run killed while writing it? rerun it)")
+    try:
+        results = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: is not valid JSON, maybe cut short ({exc})") from None
+    check_results(results, path)
+    return cast(dict[str, Any], results)
 
 
 def measured_text(measured: dict[str, Any] | None, interval: dict[str, Any] | None = None) -> str:
@@ -269,10 +280,17 @@ def collect(
     from and how many claim texts were rebuilt. ``methods`` (by slug, in the order to list
     them) are today's registered methods, handed in by the caller (``core`` imports none)."""
 
+    target = out_dir.resolve()
+    for src in sources:
+        if (src if src.is_dir() or not src.exists() else src.parent).resolve() == target:
+            raise ValueError(
+                f"{out_dir}: the collected folder is also a SOURCE ({src}): collecting into "
+                "it would overwrite the run it reads; give a new folder"
+            )
+    loaded = [load_results(src) for src in sources]  # every source checked before any copy
     entries: dict[str, dict[str, Any]] = {}
     origin: dict[str, dict[str, Any]] = {}
-    for src in sources:
-        results = load_results(src)
+    for src, results in zip(sources, loaded, strict=True):
         src_dir = src if src.is_dir() else src.parent
         # a collected file (a published one) keeps the run each method came from
         carried = {s["method"]: s for s in results.get("sources") or []}
@@ -283,9 +301,8 @@ def collect(
             run_schema = 1 if rejudged(entry) else results["schema"]
             retexted = retext(entry, methods) if run_schema >= 2 else 0
             for fig in entry.get("figures", []):
-                if (src_dir / fig).exists():
-                    (out_dir / fig).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(src_dir / fig, out_dir / fig)
+                if (src_dir / fig).is_file():
+                    atomic_copy(src_dir / fig, out_dir / fig)
             entries[m["method"]] = entry
             origin[m["method"]] = dict(carried.get(m["method"]) or {
                 "method": m["method"],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pickle
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +25,11 @@ from icml25.core.claims import (
     sensitivity_key,
 )
 from icml25.core.registry import Method
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows: folder_lock creates its file exclusively instead
+    _fcntl = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 
@@ -82,10 +89,11 @@ class RunContext:
         """Save a matplotlib figure as ``<out_dir>/<name>.png`` and close it."""
         import matplotlib.pyplot as plt
 
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{name}.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         plt.close(fig)
+        atomic_write_bytes(path, buf.getvalue())  # a killed run leaves no truncated figure
         self.figures.append(f"{self.out_dir.name}/{path.name}")
         return path
 
@@ -127,18 +135,197 @@ class RunContext:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so
-    that a failing or killed write leaves the earlier file (or none), never a truncated one."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder (``.<name>.<pid>
+    .tmp``), flushed to disk, and a rename, so that a failing or killed write leaves the earlier
+    file (or none), never a truncated one. A temporary file that a killed process left is
+    ignored by every reader and swept by :func:`sweep_temporaries`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         tmp.replace(path)
+        _fsync_folder(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def atomic_copy(src: Path, dst: Path) -> None:
+    """Copy the file ``src`` to ``dst`` as :func:`atomic_write_bytes` writes (figures: small)."""
+    atomic_write_bytes(dst, src.read_bytes())
+
+
+TMP_SUFFIX = ".tmp"
+_TMP_NAME = re.compile(r"^\..+\.(\d+)\.tmp$")
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries (the rename) to disk, where the platform can."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # Windows cannot open a folder
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (a zombie does not; psutil where installed)."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+    if os.name != "posix":  # no psutil, no signal 0: assume it runs
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # Linux: a zombie (dead, not yet reaped) is state Z
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def sweep_temporaries(out_dir: Path) -> list[Path]:
+    """Remove the temporary files (:func:`atomic_write_bytes`) that killed processes left under
+    ``out_dir``; those of running processes (an ``icml25 seed`` beside) stay. Returns them."""
+    swept = []
+    for path in out_dir.rglob(f".*{TMP_SUFFIX}"):
+        m = _TMP_NAME.match(path.name)
+        if (
+            m
+            and path.is_file()
+            and int(m.group(1)) != os.getpid()
+            and not pid_alive(int(m.group(1)))
+        ):
+            path.unlink(missing_ok=True)
+            swept.append(path)
+    return swept
+
+
+class FolderInUse(RuntimeError):
+    """Another process holds a run folder's lock (:func:`folder_lock`)."""
+
+    def __init__(self, folder: Path, holder: str) -> None:
+        super().__init__(
+            f"{folder} is in use by another icml25 process ({holder}); wait for it to end, or "
+            "give another folder"
+        )
+        self.folder, self.holder = folder, holder
+
+
+LOCK_NAME = ".icml25.lock"
+_held: dict[Path, int] = {}  # folders this process holds, with how many times (re-entrant)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, what: str = "icml25") -> Iterator[Path]:
+    """Hold ``folder``'s lock (``<folder>/.icml25.lock``) for the block: one process at a time
+    writes a run folder. Raises :class:`FolderInUse`, naming the holder's pid, when another
+    process holds it. The lock is the kernel's (``flock``), so a process that dies, killed or
+    not, releases it and the next run takes it over; the file (pid, command) only names the
+    holder. Re-entrant within a process. On a platform without ``fcntl`` the file is created
+    exclusively and a file naming a dead pid is taken over."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder.resolve()
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield folder / LOCK_NAME
+        finally:
+            _held[key] -= 1
+        return
+    path = key / LOCK_NAME
+    release = _lock_flock(path) if _fcntl is not None else _lock_exclusive(path)
+    info = json.dumps({"pid": os.getpid(), "what": what, "since": time.time()})
+    try:
+        release.write(info)
+    except BaseException:
+        release.close()
+        raise
+    _held[key] = 1
+    try:
+        yield path
+    finally:
+        del _held[key]
+        release.close()
+
+
+def _holder(path: Path) -> str:
+    try:
+        info = json.loads(path.read_text())
+        return f"pid {int(info['pid'])}, {info.get('what', 'icml25')}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"pid unknown: see {path}"
+
+
+class _Release:
+    """A held lock file: ``write`` names the holder in it, ``close`` removes and releases it."""
+
+    def __init__(self, path: Path, fd: int, locked: bool) -> None:
+        self.path, self.fd, self.locked = path, fd, locked
+
+    def write(self, text: str) -> None:
+        os.ftruncate(self.fd, 0)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.write(self.fd, text.encode())
+
+    def close(self) -> None:
+        if self.locked:  # removed while still locked (flock): no one else holds this file
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+        else:  # an exclusive file: closed first (Windows removes no open file)
+            os.close(self.fd)
+            self.path.unlink(missing_ok=True)
+
+
+def _lock_flock(path: Path) -> _Release:
+    assert _fcntl is not None
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise FolderInUse(path.parent, _holder(path)) from None
+        try:  # the holder before may have removed the file we locked: lock the one there now
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return _Release(path, fd, locked=True)
+        os.close(fd)
+
+
+def _lock_exclusive(path: Path) -> _Release:
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                pid = int(json.loads(path.read_text())["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pid = None
+            if pid is None or pid_alive(pid):
+                raise FolderInUse(path.parent, _holder(path)) from None
+            path.unlink(missing_ok=True)  # a dead process's lock: taken over
+            continue
+        return _Release(path, fd, locked=False)
+    raise FolderInUse(path.parent, _holder(path))
 
 
 def run_method(
