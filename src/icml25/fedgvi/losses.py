@@ -63,10 +63,23 @@ def _expected_power(model: GaussianLocation, mu: Tensor, var: Tensor, c: float) 
 
 @dataclass(frozen=True)
 class NLL:
+    """``-log p(y | x, theta)``. Every loss here has this interface:
+
+    - ``per_point(model, theta)``: ``theta`` ``(S, P)`` samples (or ``(P,)``) to the ``(S, N)``
+      losses of the client's ``N`` points;
+    - ``expected(model, mu, var)``: the summed loss's expectation under ``q = N(mu, var)``
+      (``mu`` ``(P,)``, ``var`` ``(P,)`` or ``(P, P)``), a 0-d tensor, where a closed form
+      exists (the :class:`GaussianLocation` model), else ``None`` (Monte Carlo is used);
+    - ``bind(cavity_mean)``: the loss for one client update (only :class:`IMQScoreMatching`
+      depends on the cavity; the others return themselves).
+    """
+
     def per_point(self, model: Any, theta: Tensor) -> Tensor:
+        """``(S, N)`` losses of the model's ``N`` points at the ``S`` samples ``theta``."""
         return -check_model(model).log_lik(theta)
 
     def expected(self, model: Any, mu: Tensor, var: Tensor) -> Tensor | None:
+        """``E_q[sum_i loss_i]`` under ``q = N(mu, var)`` (closed form), or ``None``."""
         if not isinstance(model, GaussianLocation):
             return None
         s2, n, d = model.sigma2, model.n, model.dim
@@ -74,6 +87,7 @@ class NLL:
         return 0.5 * (sq + n * _trace(var)) / s2 + 0.5 * n * d * math.log(2 * math.pi * s2)
 
     def bind(self, cavity_mean: Any) -> NLL:
+        """The loss for an update from this cavity (the NLL does not depend on it)."""
         return self
 
 
