@@ -1,8 +1,8 @@
 """dtypes, layouts and autograd modes of the tensor APIs (issue 70, area 4): float16,
 bfloat16 and float64 inputs, non-contiguous views, empty batches, ``torch.no_grad`` and
 ``torch.inference_mode`` either give the float32 answer (within the dtype's tolerance) or are
-refused by name, never a wrong or NaN result. cca_attention and BackSlash have their own such
-tests in their folders."""
+refused by name, never a wrong or NaN result. cca_attention has its own such tests in its
+folder."""
 
 from __future__ import annotations
 
@@ -180,3 +180,108 @@ def test_weight_decay_switch_turns_decay_off_whatever_the_dtype(dtype: torch.dty
     switch.step()
     torch.testing.assert_close(p.detach(), after_decay)
     assert p.dtype == dtype
+
+
+# ---------------------------------------------------------------- BackSlash
+def _bs_run(dtype: torch.dtype, steps: int = 20) -> nn.Module:
+    from icml25.backslash import BackSlash
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).to(dtype)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rate = BackSlash(model, 1e2)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(64, 8, generator=g).to(dtype), torch.randint(0, 3, (64,), generator=g)
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x).float(), y).backward()
+        opt.step()
+        rate.step(lr=0.1)
+    return model
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_backslash_steps_in_the_weights_dtype_and_matches_float32(dtype: torch.dtype) -> None:
+    ref, got = _bs_run(torch.float32), _bs_run(dtype)
+    for a, b in zip(ref.parameters(), got.parameters(), strict=True):
+        assert b.dtype == dtype and torch.isfinite(b).all()
+        torch.testing.assert_close(b.float(), a, atol=LOW[dtype], rtol=LOW[dtype])
+
+
+def test_backslash_prox_and_shape_of_a_view_equal_those_of_its_copy() -> None:
+    from icml25.backslash import gg_shape, gg_shape_pooled, prox_power
+
+    x = torch.randn(10, 7, generator=torch.Generator().manual_seed(2)).t()  # not contiguous
+    assert not x.is_contiguous()
+    for nu in (0.6, 1.0, 2.0):
+        torch.testing.assert_close(prox_power(x, 0.05, nu), prox_power(x.contiguous(), 0.05, nu))
+    assert gg_shape(x) == gg_shape(x.contiguous())
+    assert gg_shape_pooled([x, 3 * x]) == gg_shape_pooled([x.contiguous(), 3 * x.contiguous()])
+    with torch.inference_mode():
+        torch.testing.assert_close(prox_power(x, 0.05, 0.7), prox_power(x.contiguous(), 0.05, 0.7))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_backslash_file_round_trips_a_model_of_any_float_dtype(tmp_path, dtype) -> None:
+    """Coded weights come back within half a quantisation step (plus the dtype's rounding),
+    raw tensors (biases, BatchNorm buffers, in bfloat16 too: NumPy has no such dtype) exactly."""
+    from icml25.backslash import load_compressed, save_compressed
+
+    def make(seed: int) -> nn.Module:
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.Linear(16, 3)).to(dtype)
+
+    model, delta = make(0), 0.01
+    model(torch.randn(5, 8, dtype=dtype))  # running statistics, num_batches_tracked = 1
+    save_compressed(model, tmp_path / "m.bs", delta=delta)
+    other = make(1)
+    load_compressed(tmp_path / "m.bs", other)
+    for (name, a), b in zip(model.state_dict().items(), other.state_dict().values(), strict=True):
+        assert b.dtype == a.dtype, name
+        err = float((a.double() - b.double()).abs().max())
+        if name.endswith("weight") and name[0] in "02":
+            assert err <= delta / 2 + LOW[dtype], (name, err)
+        else:
+            assert err == 0.0, (name, err)
+
+
+# ---------------------------------------------------------------- LLMScan
+@pytest.fixture(scope="module")
+def tiny_lm_parts():
+    pytest.importorskip("transformers")
+    from icml25.core.llm import HFLanguageModel, tiny_llama
+    from icml25.llmscan import LLMScan
+
+    prompt = "is the sky green today?"
+    return tiny_llama, HFLanguageModel, LLMScan, prompt
+
+
+@pytest.mark.parametrize(("dtype", "rel"), [(torch.float64, 1e-5), (torch.float16, 2e-2)])
+def test_llmscan_of_a_model_in_another_dtype_matches_float32(tiny_lm_parts, dtype, rel) -> None:
+    """float64 and float16 models give float32's effects within the dtype's rounding (the
+    attention maps are compared in float32). A bfloat16 model's own rounding (8 bits of
+    mantissa in every attention map) moves a token effect by up to ~10% on this tiny Llama and
+    a layer effect by a few roundings of P(y*): finite, of the same top token, but scan in
+    float32 or float16 where the detector's features must be comparable."""
+    tiny_llama, HF, LLMScan, prompt = tiny_lm_parts
+    ref = LLMScan(HF(*tiny_llama(layers=3, hidden=32, seed=1))).scan(prompt)
+    for d, tol in ((dtype, rel), (torch.bfloat16, 0.2)):
+        model, tok = tiny_llama(layers=3, hidden=32, seed=1)
+        got = LLMScan(HF(model.to(d), tok)).scan(prompt)
+        assert got.top_token == ref.top_token
+        assert np.isfinite(got.features()).all()
+        np.testing.assert_allclose(got.token_effects, ref.token_effects, rtol=tol)
+        # a layer effect is a difference of two probabilities near P(y*): in bfloat16 it is
+        # known to within a few roundings of P(y*) (2^-8 relative), not relatively
+        atol = 4 * ref.top_prob * 2**-8 if d == torch.bfloat16 else 1e-7
+        np.testing.assert_allclose(got.layer_effects, ref.layer_effects, rtol=tol, atol=atol)
+
+
+def test_llmscan_under_no_grad_and_inference_mode_gives_the_same_scan(tiny_lm_parts) -> None:
+    tiny_llama, HF, LLMScan, prompt = tiny_lm_parts
+    scanner = LLMScan(HF(*tiny_llama(layers=3, hidden=32, seed=1)))
+    ref = scanner.scan(prompt).features()
+    with torch.no_grad():
+        np.testing.assert_array_equal(scanner.scan(prompt).features(), ref)
+    with torch.inference_mode():
+        np.testing.assert_array_equal(scanner.scan(prompt).features(), ref)

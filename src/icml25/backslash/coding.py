@@ -95,7 +95,12 @@ def quantize(theta: Any, delta: float) -> np.ndarray:
     """``round(theta / delta)`` as int64 (round half to even), with a clear error on NaN/inf
     or on values too large for the coder. Elementwise, in slices of :data:`QUANT_CHUNK`."""
     delta = _check_delta(delta)
-    x = theta.detach().cpu().numpy() if isinstance(theta, torch.Tensor) else theta
+    if isinstance(theta, torch.Tensor):
+        t = theta.detach().cpu()
+        # NumPy has no bfloat16: widen it (exactly) to float32
+        x = (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    else:
+        x = theta
     x = np.asarray(x)
     if x.dtype.kind not in "iuf":  # NumPy would turn the string "0.1" into a number
         raise ValueError(f"weights must be numbers (a tensor or an array), got dtype {x.dtype}")
@@ -588,11 +593,12 @@ def save_compressed(
     for name, t in state.items():
         if name in names or name in tied:
             continue
-        arr = t.detach().cpu().numpy()
-        buf = np.ascontiguousarray(arr).tobytes()
-        raw_meta.append(
-            {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), "offset": at}
-        )
+        tc = t.detach().cpu().contiguous()
+        # bytes through torch (NumPy has no bfloat16); the dtype in NumPy's spelling where it
+        # has one (as files before bfloat16 support wrote it), torch's otherwise
+        buf = tc.reshape(-1).view(torch.uint8).numpy().tobytes() if tc.numel() else b""
+        spelled = "torch.bfloat16" if tc.dtype == torch.bfloat16 else str(tc.numpy().dtype)
+        raw_meta.append({"name": name, "shape": list(tc.shape), "dtype": spelled, "offset": at})
         raw_parts.append(buf)
         at += len(buf)
     body = prefix + stream + b"".join(raw_parts)
@@ -931,10 +937,12 @@ def load_compressed(path: str | Path, model: nn.Module) -> CompressionStats:
     raw_at = at + plan["raw_at"]
     for meta in header["raw"]:
         n, shape = meta["name"], tuple(meta["shape"])
-        dt = np.dtype(meta["dtype"])
+        dt = _dtype_of(meta["dtype"])  # checked against the model above
+        assert dt is not None
         start = raw_at + meta["offset"]
-        arr = np.frombuffer(raw[start : start + meta["_bytes"]], dtype=dt)
-        new[n] = torch.from_numpy(arr.reshape(shape).copy()).to(state[n].dtype)
+        chunk = bytearray(raw[start : start + meta["_bytes"]])
+        t = torch.frombuffer(chunk, dtype=dt) if chunk else torch.zeros(0, dtype=dt)
+        new[n] = t.reshape(shape).to(state[n].dtype)
     for n, source in header["tied"].items():
         new[n] = new[source]
     model.load_state_dict(new, strict=True)

@@ -250,10 +250,12 @@ class LLMScan:
         for sl in self._chunks(len(pos)):
             out = self._forward(batch[sl], attentions=attn, use_cache=False)
             if attn:
-                diff = self._attention_vector(out.attentions) - self._attention_vector(
-                    base.attentions
+                # the difference in float32 (of half-precision maps it would be rounded)
+                diff = (
+                    self._attention_vector(out.attentions).float()
+                    - self._attention_vector(base.attentions).float()
                 )
-                effects.append(torch.linalg.vector_norm(diff.float(), dim=1))
+                effects.append(torch.linalg.vector_norm(diff, dim=1))
             else:
                 p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
                 effects.append((p - p0[y_star]).abs())
@@ -286,10 +288,12 @@ class LLMScan:
                 prefix.batch_repeat_interleave(len(group))
                 out = self._forward(suffix, attentions=attn, cache=prefix, use_cache=True)
             if attn:
-                diff = self._attention_vector(out.attentions) - self._attention_vector(
-                    base.attentions, start=i
+                # the difference in float32 (of half-precision maps it would be rounded)
+                diff = (
+                    self._attention_vector(out.attentions).float()
+                    - self._attention_vector(base.attentions, start=i).float()
                 )
-                effects += torch.linalg.vector_norm(diff.float(), dim=1).tolist()
+                effects += torch.linalg.vector_norm(diff, dim=1).tolist()
             else:
                 p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
                 effects += (p - p0[y_star]).abs().tolist()
