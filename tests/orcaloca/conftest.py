@@ -53,3 +53,19 @@ def repo(tmp_path: Path) -> Path:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("def test_a():\n    pass\n")
     return tmp_path
+
+
+@pytest.fixture
+def FixedScore():
+    """The retrieval policy with fixed scores by node name (the rest 0)."""
+    from icml25.orcaloca import RetrievalPolicy
+
+    class FixedScore(RetrievalPolicy):
+        def __init__(self, scores):
+            super().__init__()
+            self.fixed = scores
+
+        def score(self, node_id, code):
+            return self.fixed.get(node_id.split("::")[-1], 0)
+
+    return FixedScore

@@ -57,16 +57,7 @@ def test_pruning_keeps_nearest_and_drops_files(repo):
     assert OrcaLoca(pruning=False).context(results, [], g, {}) == results
 
 
-class FixedScore(RetrievalPolicy):
-    def __init__(self, scores):
-        super().__init__()
-        self.fixed = scores
-
-    def score(self, node_id, code):
-        return self.fixed.get(node_id.split("::")[-1], 0)
-
-
-def test_decomposition_thresholds(repo):
+def test_decomposition_thresholds(repo, FixedScore):
     g = build_graph(repo)
     tools = SearchTools(g)
     pol = FixedScore({"Box.__init__": 90, "Box.volume": 80, "Box.label": 75, "Box._suffix": 99})
@@ -158,7 +149,7 @@ def test_cli_main_localize(repo, tmp_path, capsys):
     assert "Bug locations" in out and "1." in out
 
 
-def test_tracer_seeds_rerank_formula(repo):
+def test_tracer_seeds_rerank_formula(repo, FixedScore):
     from icml25.orcaloca import TraceCall, tracer_seeds
 
     g = build_graph(repo)

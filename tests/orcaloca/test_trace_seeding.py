@@ -100,16 +100,7 @@ def test_trace_marks_the_frames_of_the_final_traceback(tmp_path):
     assert exc is None and not any(c.raised for c in trace)
 
 
-class FixedScore(RetrievalPolicy):
-    def __init__(self, scores):
-        super().__init__()
-        self.fixed = scores
-
-    def score(self, node_id, code):
-        return self.fixed.get(node_id.split("::")[-1], 0)
-
-
-def test_key_parents_are_candidates_and_traceback_frames_are_key_parents(repo):
+def test_key_parents_are_candidates_and_traceback_frames_are_key_parents(repo, FixedScore):
     g = build_graph(repo)
     s, u = "pkg/shapes.py", "pkg/util.py"
     calls = [
