@@ -33,6 +33,7 @@ from icml25.llmscan.experiments_finetune import (
     BD_STEPS,
     TRAINED_BLOCKS,
     answers,
+    is_cached,
     says,
     tuned_model,
     use_bf16,
@@ -198,6 +199,34 @@ def implant(
     )
     bd_lm = tuned_model(b, seed, s.bd_pairs, b.backdoor_steps, BACKDOOR_BLOCKS)
     return lm, bd_lm
+
+
+def prepare(
+    budget: str = "quick",
+    seeds: tuple[int, ...] = (0, 1, 2),
+    progress: Callable[[str], None] = print,
+) -> int:
+    """Fine-tune into the cache the implants ``icml25 reproduce llmscan --budget BUDGET
+    --seeds SEEDS`` will load (the budget's first seeds), so that the reproduction only scans:
+    the same :func:`tuned_model` calls on the same data, hence the same models and numbers as a
+    reproduction that fine-tunes them itself. ``make llm`` runs it for the quick budget's
+    default seed, as part of the set-up. Returns how many models it fine-tuned (0: all were
+    cached)."""
+    if budget not in BUDGETS:
+        raise ValueError(f"budget must be one of {sorted(BUDGETS)}, got {budget!r}")
+    b, done = BUDGETS[budget], 0
+    for seed in tuple(seeds)[: b.seeds]:
+        s = draw_sets(b, seed)
+        for what, pairs, steps, blocks in (
+            ("lie", s.pairs, b.finetune_steps, TRAINED_BLOCKS),
+            ("backdoored", s.bd_pairs, b.backdoor_steps, BACKDOOR_BLOCKS),
+        ):
+            if not b.real_model or is_cached(b, seed, pairs, steps, blocks):
+                continue
+            progress(f"llmscan {budget} seed {seed}: fine-tuning the {what} model ({steps} steps)")
+            tuned_model(b, seed, pairs, steps, blocks)
+            done += 1
+    return done
 
 
 @dataclass

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -202,9 +204,23 @@ def tuned_model(
         return HFLanguageModel(*load_causal_lm(folder, quiet=True))
     lm = HFLanguageModel(*load_causal_lm(quiet=True))
     finetune(lm, pairs, steps, seed, last_blocks=blocks, bf16=use_bf16(b))
-    lm.model.save_pretrained(folder)
-    lm.tokenizer.save_pretrained(folder)
+    # saved beside the cache folder and renamed into place: a run killed while saving
+    # leaves no folder that loads as a finished fine-tune
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    lm.model.save_pretrained(tmp)
+    lm.tokenizer.save_pretrained(tmp)
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process finished the same fine-tune first: keep its folder
+        shutil.rmtree(tmp, ignore_errors=True)
     return lm
+
+
+def is_cached(b: Budget, seed: int, pairs: list[tuple[str, str]], steps: int, blocks: int) -> bool:
+    """Whether :func:`tuned_model` would load this fine-tune from the cache."""
+    folder = model_folder(pairs, steps, seed, blocks, use_bf16(b))
+    return not b.real_model or (folder / "config.json").is_file()
 
 
 def answers(lm: HFLanguageModel, prompts: list[str]) -> list[str]:
