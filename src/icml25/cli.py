@@ -15,7 +15,7 @@ from typing import Any
 from icml25.core import report as rep
 from icml25.core import results as res
 from icml25.core.html import render_html
-from icml25.core.parallel import EXECUTORS, run_methods
+from icml25.core.parallel import EXECUTORS, run_methods, task_device
 from icml25.core.publish import publish as publish_run
 from icml25.core.registry import Method
 from icml25.core.runner import BUDGETS, FolderInUse, atomic_write_bytes, folder_lock
@@ -39,6 +39,42 @@ def _seeds(text: str) -> tuple[int, ...]:
             f"--seeds must be distinct non-negative integers such as 0,1,2; got {text!r}"
         )
     return seeds
+
+
+def _device(text: str) -> str:
+    """``--device``: ``cpu``, ``cuda``, ``cuda:N`` or ``mps``, one torch can use here."""
+    if text == "cpu":
+        return text
+    import torch
+
+    try:
+        dev = torch.device(text)
+    except (RuntimeError, TypeError):
+        dev = None
+    if dev is None or dev.type not in ("cuda", "mps") or (dev.type == "mps" and dev.index):
+        raise argparse.ArgumentTypeError(f"--device must be cpu, cuda, cuda:N or mps; got {text!r}")
+    if dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise argparse.ArgumentTypeError(
+                f"--device {text}: torch.backends.mps.is_available() is False on this machine"
+            )
+        return text
+    if not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(
+            f"--device {text}: torch.cuda.is_available() is False on this machine"
+        )
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(
+            f"--device {text}: this machine has {torch.cuda.device_count()} CUDA device(s) "
+            f"(cuda:0 to cuda:{torch.cuda.device_count() - 1})"
+        )
+    return text
+
+
+_DEVICE_HELP = (
+    "where reproductions that support it run their torch work: cpu (default), cuda, cuda:N "
+    "or mps; the others run on the CPU (icml25 list: devices)"
+)
 
 
 def _positive_int(text: str) -> int:
@@ -95,8 +131,13 @@ def _parser() -> argparse.ArgumentParser:
         help="with --executor ray: the cluster to join (e.g. ray://head:10001 or auto); "
         "default a local Ray",
     )
+    r.add_argument("--device", type=_device, default="cpu", help=_DEVICE_HELP)
     r.add_argument(
-        "--gpus", type=float, default=0.0, help="with --executor ray: GPUs per method (default 0)"
+        "--gpus",
+        type=float,
+        default=0.0,
+        help="with --executor ray: GPUs per method (default 0); a method given GPUs runs on "
+        "cuda where it supports it, whatever --device says",
     )
     g = sub.add_parser("report", help="rebuild report.md from DIR/results.json without re-running")
     g.add_argument("dir", type=Path)
@@ -121,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     one.add_argument("seed", type=int, metavar="SEED")
     one.add_argument("--budget", choices=BUDGETS, default="full")
     one.add_argument("--out", type=Path, required=True, help="the run folder to fill")
+    one.add_argument("--device", type=_device, default="cpu", help=_DEVICE_HELP)
     rd = sub.add_parser(
         "readme",
         help="rewrite each method README's claims table from its CLAIMS and the published "
@@ -184,10 +226,16 @@ def cmd_list() -> int:
     from rich.table import Table
 
     table = Table(title="icml25 methods")
-    for col in ("name", "paper", "claim", "quick"):
+    for col in ("name", "paper", "claim", "quick", "devices"):
         table.add_column(col, overflow="fold")
     for slug, m in load_all().items():
-        table.add_row(slug, f"{m.title} ({m.venue})", m.summary, f"~{m.quick_seconds:.0f} s")
+        table.add_row(
+            slug,
+            f"{m.title} ({m.venue})",
+            m.summary,
+            f"~{m.quick_seconds:.0f} s",
+            ", ".join(m.devices),
+        )
     rep.wide_console().print(table)
     return 0
 
@@ -241,11 +289,13 @@ def _reproduce(
             address=args.address,
             gpus=args.gpus,
             say=say,
+            device=args.device,
         )
     except ImportError as exc:
         print(f"icml25: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    results = res.build_results(entries, command)
+    asked = task_device(args.gpus, args.device) if args.executor == "ray" else args.device
+    results = res.build_results(entries, command, device=asked)
     published = _published_results()
     if published is not None:
         res.beside_published(results, published[1], published[0])
@@ -330,7 +380,7 @@ def cmd_collect(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from icml25.core.runner import RunContext, one_thread
+    from icml25.core.runner import RunContext, method_device, one_thread
 
     methods = load_all()
     if args.name not in methods:
@@ -348,11 +398,15 @@ def cmd_seed(args: argparse.Namespace) -> int:
     if args.seed < 0:
         print(f"icml25: SEED must be a non-negative integer, got {args.seed}", file=sys.stderr)
         return EXIT_USAGE
+    device, fallback = method_device(methods[args.name], args.device)
+    if fallback is not None:
+        print(f"icml25: {args.name} {fallback}", file=sys.stderr)
     ctx = RunContext(
         budget=args.budget,
         seeds=(args.seed,),
         out_dir=args.out / args.name,
         progress=_progress(),
+        device=device,
     )
     with one_thread():
         mod.one_seed(ctx, args.seed)

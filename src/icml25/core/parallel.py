@@ -5,6 +5,10 @@ seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as 
 (so an interrupted run resumes), and reports a crash as a crash entry while the others go on.
 
 - ``jobs=1`` (default): in this process, one method after another.
+
+Every method runs its torch work on ``device`` where its registry entry declares that device's
+type (``Method.devices``), on the CPU otherwise, with a note in its entry
+(:func:`~icml25.core.runner.method_device`).
 - ``jobs=N``: N spawned worker processes, each with ``cores // N`` torch threads, each running
   one method after another (imports paid once a worker); a worker that dies without a result
   (killed, out of memory) makes that method a crash entry and is replaced. The longest methods (by
@@ -14,10 +18,12 @@ seeds itself), saves each finished method under ``<out>/<slug>/result.json`` as 
   not: :func:`_die_with_parent`) and leave Ctrl-C to it.
 - ``executor="ray"``: each method is a Ray task asking for the CPUs its registry entry declares
   (``Method.cpus``) and ``gpus`` GPUs, on a local Ray or the cluster at ``address``
-  (``pip install 'icml25[ray]'``). The task runs in a scratch folder on whichever node it lands
-  on and returns its entry and figures; the driver writes them, so a cluster needs no shared
-  file system. A local Ray started here shares the run's fate: Ray starts its processes with
-  ``PR_SET_PDEATHSIG`` on Linux (``fate_share``), and a dead driver's job and workers end.
+  (``pip install 'icml25[ray]'``). A task given GPUs (``gpus > 0``) runs on device ``"cuda"``
+  (the GPUs Ray gave it); with ``gpus=0`` on ``device`` (:func:`task_device`). The task runs
+  in a scratch folder on whichever node it lands on and returns its entry and figures; the
+  driver writes them, so a cluster needs no shared file system. A local Ray started here
+  shares the run's fate: Ray starts its processes with ``PR_SET_PDEATHSIG`` on Linux
+  (``fate_share``), and a dead driver's job and workers end.
 
 One process at a time runs in an ``out_dir`` (its lock, :func:`~icml25.core.runner.folder_lock`).
 """
@@ -42,8 +48,10 @@ from icml25.core.registry import Method
 from icml25.core.runner import (
     Budget,
     atomic_write_bytes,
+    check_device,
     folder_lock,
     make_entry,
+    method_device,
     run_method,
     save_entry,
     saved_entry,
@@ -110,22 +118,38 @@ def _local_worker(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _set_threads(threads)
     while (task := inbox.get()) is not None:
-        method, budget, seeds = task
+        method, budget, seeds, device = task
         entry = run_method(
-            method, budget=budget, seeds=seeds, out_dir=Path(out), progress=_printer(method.slug)
+            method,
+            budget=budget,
+            seeds=seeds,
+            out_dir=Path(out),
+            progress=_printer(method.slug),
+            device=device,
         )
         save_entry(Path(out), entry)
         outbox.put(wid)
 
 
+def task_device(gpus: float, device: str) -> str:
+    """The device a Ray task runs on: ``"cuda"`` when it is given GPUs (``gpus > 0``: Ray makes
+    them its visible CUDA devices), else the ``device`` asked for."""
+    return "cuda" if gpus > 0 else device
+
+
 def _ray_task(
-    method: Method, budget: Budget, seeds: tuple[int, ...], threads: int
+    method: Method, budget: Budget, seeds: tuple[int, ...], threads: int, device: str = "cpu"
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Body of a Ray task: run in a scratch folder, return the entry and the figures' bytes."""
     _set_threads(threads)
     with tempfile.TemporaryDirectory(prefix="icml25-") as tmp:
         entry = run_method(
-            method, budget=budget, seeds=seeds, out_dir=Path(tmp), progress=_printer(method.slug)
+            method,
+            budget=budget,
+            seeds=seeds,
+            out_dir=Path(tmp),
+            progress=_printer(method.slug),
+            device=device,
         )
         files = {fig: (Path(tmp) / fig).read_bytes() for fig in entry["figures"]}
     return entry, files
@@ -155,11 +179,13 @@ def run_methods(
     address: str | None = None,
     gpus: float = 0.0,
     say: Say = lambda _msg: None,
+    device: str = "cpu",
 ) -> list[dict[str, Any]]:
     """Run ``methods`` and return their entries in the order given (see the module docstring).
 
-    Finished entries already in ``out_dir`` with the same budget and seeds are reused unless
-    ``fresh``. ``KeyboardInterrupt`` stops the workers and propagates; what finished is saved.
+    Finished entries already in ``out_dir`` with the same budget, seeds and device are reused
+    unless ``fresh``. ``KeyboardInterrupt`` stops the workers and propagates; what finished is
+    saved.
     ``out_dir`` is locked for the run (:func:`~icml25.core.runner.folder_lock`): a second
     process on it raises :class:`~icml25.core.runner.FolderInUse`.
     """
@@ -171,11 +197,12 @@ def run_methods(
         raise ValueError("address is for executor='ray' (a Ray cluster's address)")
     if not (gpus >= 0):
         raise ValueError(f"gpus must be >= 0, got {gpus!r}")
+    device = check_device("device", device)
     seeds = tuple(int(s) for s in seeds)
     with folder_lock(out_dir, "icml25.core.parallel.run_methods"):
         sweep_temporaries(out_dir)
         return _run_methods(
-            methods, budget, seeds, out_dir, fresh, jobs, executor, address, gpus, say
+            methods, budget, seeds, out_dir, fresh, jobs, executor, address, gpus, say, device
         )
 
 
@@ -190,12 +217,16 @@ def _run_methods(
     address: str | None,
     gpus: float,
     say: Say,
+    device: str,
 ) -> list[dict[str, Any]]:
     n = len(methods)
     entries: dict[str, dict[str, Any]] = {}
     todo: list[Method] = []
+    if executor == "ray":
+        device = task_device(gpus, device)
     for i, m in enumerate(methods, 1):
-        entry = None if fresh else saved_entry(out_dir, m.slug, budget, seeds)
+        used = method_device(m, device)[0]
+        entry = None if fresh else saved_entry(out_dir, m.slug, budget, seeds, used)
         if entry is not None:
             say(f"[{i}/{n}] {m.slug}: reusing the finished run in {out_dir / m.slug}")
             entries[m.slug] = entry
@@ -208,17 +239,22 @@ def _run_methods(
         say(f"[{len(entries)}/{n}] {entry['method']}: {status} in {entry['wall_s']:.1f} s")
 
     if executor == "ray":
-        _run_ray(todo, budget, seeds, out_dir, address, gpus, say, finished)
+        _run_ray(todo, budget, seeds, out_dir, address, gpus, say, finished, device)
     elif jobs == 1 or len(todo) <= 1:
         for m in todo:
             say(f"{m.slug}: {budget} reproduction, seeds {seeds}")
             entry = run_method(
-                m, budget=budget, seeds=seeds, out_dir=out_dir, progress=_prefixed(say, m.slug)
+                m,
+                budget=budget,
+                seeds=seeds,
+                out_dir=out_dir,
+                progress=_prefixed(say, m.slug),
+                device=device,
             )
             save_entry(out_dir, entry)
             finished(entry)
     else:
-        _run_local(todo, budget, seeds, out_dir, jobs, say, finished)
+        _run_local(todo, budget, seeds, out_dir, jobs, say, finished, device)
     return [entries[m.slug] for m in methods]
 
 
@@ -240,6 +276,7 @@ def _run_local(
     jobs: int,
     say: Say,
     finished: Callable[[dict[str, Any]], None],
+    device: str = "cpu",
 ) -> None:
     ctx = mp.get_context("spawn")
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -285,7 +322,7 @@ def _run_local(
                 (out_dir / m.slug / "result.json").unlink(missing_ok=True)  # a stale crash
                 say(f"{m.slug}: {budget} reproduction, seeds {seeds} (worker, {threads} threads)")
                 w.task = (m, time.perf_counter())
-                w.inbox.put((m, budget, seeds))
+                w.inbox.put((m, budget, seeds, device))
             alive = [w for w in workers if w.proc.is_alive()]
             if pending and len(alive) < jobs:
                 start_worker()
@@ -330,6 +367,7 @@ def _run_ray(
     gpus: float,
     say: Say,
     finished: Callable[[dict[str, Any]], None],
+    device: str = "cpu",
 ) -> None:
     try:
         import ray
@@ -350,10 +388,10 @@ def _run_ray(
         for m in longest_first(todo):  # submitted longest first, as local workers
             say(
                 f"{m.slug}: {budget} reproduction, seeds {seeds} "
-                f"(Ray task, {m.cpus} CPUs, {gpus} GPUs)"
+                f"(Ray task, {m.cpus} CPUs, {gpus} GPUs, {method_device(m, device)[0]})"
             )
             ref = task.options(num_cpus=m.cpus, num_gpus=gpus, name=f"icml25-{m.slug}").remote(
-                m, budget, seeds, m.cpus
+                m, budget, seeds, m.cpus, device
             )
             refs[ref] = (m, time.perf_counter())
         waiting = list(refs)

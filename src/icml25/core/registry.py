@@ -32,6 +32,8 @@ from typing import Any, cast
 from icml25.core.claims import Claim, Measurement
 
 Measured = Mapping[str, "float | Sequence[float] | Measurement"]
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+"""The torch device types a reproduction may declare (:attr:`Method.devices`)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,21 @@ class Method:
     module: str
     cpus: int = 2
     """CPU cores one reproduction is sized for (what a Ray task asks for)."""
+    devices: tuple[str, ...] = ("cpu",)
+    """The torch device types (``"cpu"``, ``"cuda"``, ``"mps"``) its reproduction can run its
+    torch work on (``RunContext.device``); asked for another, it runs on the CPU."""
+
+    def __post_init__(self) -> None:
+        devices = self.devices
+        if (
+            not isinstance(devices, tuple)
+            or "cpu" not in devices
+            or any(d not in DEVICE_TYPES for d in devices)
+        ):
+            raise ValueError(
+                f"devices of {self.slug!r} must be a tuple of {DEVICE_TYPES} holding 'cpu', "
+                f"got {devices!r}"
+            )
 
     def load(self) -> ModuleType:
         mod = importlib.import_module(self.module)
@@ -90,9 +107,13 @@ def register(
     summary: str,
     quick_seconds: float,
     module: str,
+    devices: Sequence[str] = ("cpu",),
 ) -> Method:
-    """Register a method under ``slug`` (idempotent for the same metadata)."""
-    method = Method(slug, title, authors, venue, url, summary, quick_seconds, module)
+    """Register a method under ``slug`` (idempotent for the same metadata); ``devices``: the
+    device types its reproduction runs on (:attr:`Method.devices`)."""
+    method = Method(
+        slug, title, authors, venue, url, summary, quick_seconds, module, devices=tuple(devices)
+    )
     existing = _REGISTRY.get(slug)
     if existing is not None and existing != method:
         raise ValueError(f"method slug {slug!r} is already registered with other metadata")

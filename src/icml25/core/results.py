@@ -3,8 +3,10 @@ verdict tally, collecting several runs into one, and the text of a measurement.
 
 ``results.json`` (schema 2)::
 
-    {"schema": 2, "created": ISO time, "command": str, "environment": {...},
-     "methods": [{"method", "paper", "budget", "seeds" (run), "requested_seeds", "wall_s",
+    {"schema": 2, "created": ISO time, "command": str,
+     "environment": {"python", "platform", "packages", "git_commit", "device" (asked for)},
+     "methods": [{"method", "paper", "budget", "seeds" (run), "requested_seeds",
+                  "device" (where it ran), "wall_s",
                   "claims": [{"id", "kind": "claim" | "control", "statement", "where",
                               "metric", "paper_value",
                               "measured": {"mean", "std", "n", "values"} | null,
@@ -59,8 +61,9 @@ from icml25.core.runner import BUDGETS, atomic_copy
 _PACKAGES = ("icml25", "numpy", "scipy", "torch", "scikit-learn", "matplotlib", "rich")
 
 
-def environment() -> dict[str, Any]:
-    """Package versions, Python, platform and the git commit of the source tree (if any)."""
+def environment(device: str | None = None) -> dict[str, Any]:
+    """Package versions, Python, platform, the git commit of the source tree (if any) and, where
+    given, the torch ``device`` the run asked for."""
     versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
@@ -81,20 +84,27 @@ def environment() -> dict[str, Any]:
             commit = out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    return {
+    env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": versions,
         "git_commit": commit,
     }
+    if device is not None:
+        env["device"] = device
+    return env
 
 
-def build_results(methods: list[dict[str, Any]], command: str) -> dict[str, Any]:
+def build_results(
+    methods: list[dict[str, Any]], command: str, device: str | None = None
+) -> dict[str, Any]:
+    """A run's ``results.json``: its entries, command and environment (with the ``device`` it
+    asked for, where given; each entry's ``device`` is where it ran)."""
     return {
         "schema": SCHEMA,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": command,
-        "environment": environment(),
+        "environment": environment(device),
         "methods": methods,
     }
 

@@ -188,6 +188,7 @@ _METHOD = _obj(
         "budget": _STR,
         "seeds": _list(_INT, "integers"),
         "requested_seeds?": _list(_INT, "integers"),
+        "device?": _STR,
         "wall_s": _NUM,
         "claims": _list(_CLAIM, "claims", named="id"),
         "figures?": _list(_figure, "paths"),
@@ -205,6 +206,7 @@ _RESULTS = _obj(
                 "platform": _STR,
                 "packages": _is((dict,), "an object"),
                 "git_commit?": _opt(_STR),
+                "device?": _STR,
             }
         ),
         "methods": _list(_METHOD, "method entries", named="method"),

@@ -60,7 +60,8 @@ def one_thread() -> Iterator[None]:
 
 @dataclass
 class RunContext:
-    """What a reproduction receives: its budget, seeds, figure folder and a progress callback."""
+    """What a reproduction receives: its budget, seeds, figure folder, a progress callback and
+    the torch device its models train on."""
 
     budget: Budget
     seeds: tuple[int, ...]
@@ -71,6 +72,13 @@ class RunContext:
     ran_seeds: set[int] = field(default_factory=set)
     """Seeds a reproduction said it ran (:meth:`seeds_run`); ``results.json`` records these
     when any were given, else ``seeds``."""
+    device: str = "cpu"
+    """Where the reproduction puts its torch models and tensors (``"cpu"``, ``"cuda"``,
+    ``"cuda:1"``, ``"mps"``), one its method declares (:attr:`Method.devices`;
+    :func:`run_method` gives the CPU otherwise); refused unless torch can use it here."""
+
+    def __post_init__(self) -> None:
+        self.device = check_device("device", self.device)
 
     def seeds_run(self, at_least: int = 0, at_most: int | None = None) -> tuple[int, ...]:
         """The run's seeds as a budget uses them: the first ``at_most`` of ``seeds``, extended
@@ -132,6 +140,30 @@ class RunContext:
         data = json.dumps(payload).encode() if codec == "json" else pickle.dumps(payload)
         atomic_write_bytes(path, data)
         return result
+
+
+def check_device(name: str, value: Any) -> str:
+    """``value`` as a device string (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``) that torch
+    can use on this machine; a ``ValueError`` naming ``name`` otherwise."""
+    from icml25.core.validate import device as valid_device
+
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a device string such as 'cpu' or 'cuda', got {value!r}")
+    if value != "cpu":  # the CPU needs no check (and no torch import)
+        dev = valid_device(name, value)
+        if dev.type not in ("cuda", "mps"):
+            raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps', got {value!r}")
+    return value
+
+
+def method_device(method: Method, device: str) -> tuple[str, str | None]:
+    """The device ``method``'s reproduction runs on when ``device`` is asked for, and the note
+    its entry gets when that is not ``device``: the CPU where the method does not declare
+    ``device``'s type (:attr:`Method.devices`)."""
+    kind = device.split(":", 1)[0]
+    if kind in method.devices:
+        return device, None
+    return "cpu", f"ran on cpu: this reproduction does not support {kind}"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -335,12 +367,24 @@ def run_method(
     seeds: Sequence[int],
     out_dir: Path,
     progress: Callable[[str], None] = lambda _msg: None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Run one reproduction and return its entry of ``results.json`` (never raises for a crash)."""
+    """Run one reproduction and return its entry of ``results.json`` (never raises for a crash).
+    ``device`` is where its torch work runs (:class:`RunContext`), the CPU where the method does
+    not support it (:func:`method_device`: its entry notes it)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {BUDGETS}, got {budget!r}")
     seeds = tuple(int(s) for s in seeds)
-    ctx = RunContext(budget=budget, seeds=seeds, out_dir=out_dir / method.slug, progress=progress)
+    used, fallback = method_device(method, check_device("device", device))
+    ctx = RunContext(
+        budget=budget,
+        seeds=seeds,
+        out_dir=out_dir / method.slug,
+        progress=progress,
+        device=used,
+    )
+    if fallback is not None:
+        ctx.note(fallback)
     start = time.perf_counter()
     measured: dict[str, Measurement] = {}
     error: str | None = None
@@ -371,6 +415,7 @@ def run_method(
         notes=ctx.notes,
     )
     entry["requested_seeds"] = list(seeds)  # what resume compares (seeds: what ran)
+    entry["device"] = used  # resume compares it too
     return entry
 
 
@@ -470,12 +515,13 @@ def make_entry(
 
 
 def saved_entry(
-    out_dir: Path, slug: str, budget: str, seeds: Sequence[int]
+    out_dir: Path, slug: str, budget: str, seeds: Sequence[int], device: str = "cpu"
 ) -> dict[str, Any] | None:
     """A finished, crash-free entry saved by an earlier (interrupted) run with the same settings:
-    the same budget and the same requested seeds (a budget may run fewer or more seeds than
-    requested; ``requested_seeds`` records what was asked). A file that is damaged, not an
-    entry, or from other settings is ignored: the method runs again."""
+    the same budget, the same requested seeds (a budget may run fewer or more seeds than
+    requested; ``requested_seeds`` records what was asked) and the same device it ran on (an
+    entry without one ran on the CPU). A file that is damaged, not an entry, or from other
+    settings is ignored: the method runs again."""
     path = out_dir / slug / "result.json"
     try:
         entry = json.loads(path.read_bytes())
@@ -484,7 +530,11 @@ def saved_entry(
     if not isinstance(entry, dict) or not isinstance(entry.get("claims"), list):
         return None
     asked = entry.get("requested_seeds", entry.get("seeds"))
-    same = entry.get("budget") == budget and asked == [int(s) for s in seeds]
+    same = (
+        entry.get("budget") == budget
+        and asked == [int(s) for s in seeds]
+        and entry.get("device", "cpu") == device
+    )
     return entry if same and not entry.get("error") else None
 
 

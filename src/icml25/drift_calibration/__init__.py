@@ -62,4 +62,5 @@ register(
     "compensation, covariances kept by a Mahalanobis loss, classifier aligned on Gaussians.",
     quick_seconds=40,
     module="icml25.drift_calibration.reproduce",
+    devices=("cpu", "cuda"),
 )

@@ -109,12 +109,22 @@ def _data(cfg: Budget, seed: int) -> dict[str, Any]:
     return {"tasks": tasks, "train": train, "test": test, "name": name}
 
 
-def _pretrain(cfg: Budget, seed: int, X: np.ndarray, y: np.ndarray, classes: np.ndarray) -> TinyViT:
+def _pretrain(
+    cfg: Budget,
+    seed: int,
+    X: np.ndarray,
+    y: np.ndarray,
+    classes: np.ndarray,
+    device: str = "cpu",
+) -> TinyViT:
+    """The backbone pretrained on task 0's classes, on ``device`` (initialised and shuffled on
+    the CPU, so a seed starts from the same weights on every device)."""
     torch.manual_seed(seed)
-    net = TinyViT(dim=cfg.dim, depth=cfg.depth)
-    head = torch.nn.Linear(cfg.dim, len(classes))
+    net = TinyViT(dim=cfg.dim, depth=cfg.depth).to(device)
+    head = torch.nn.Linear(cfg.dim, len(classes)).to(device)
     opt = torch.optim.Adam([*net.parameters(), *head.parameters()], lr=1e-3)
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(np.searchsorted(np.sort(classes), y))
+    Xt = torch.as_tensor(X).to(device)
+    yt = torch.as_tensor(np.searchsorted(np.sort(classes), y)).to(device)
     gen = torch.Generator().manual_seed(seed)
     for _ in range(cfg.pre_epochs):
         perm = torch.randperm(len(Xt), generator=gen)
@@ -192,8 +202,9 @@ def _run_seed(cfg: Budget, seed: int, ctx: RunContext) -> dict[str, Any]:
     data = _data(cfg, seed)
     ctx.progress(f"seed {seed}: pretraining a TinyViT on classes {data['tasks'][0].tolist()}")
     X0, y0 = data["train"][0]
-    net = _pretrain(cfg, seed, X0, y0, data["tasks"][0])
+    net = _pretrain(cfg, seed, X0, y0, data["tasks"][0], ctx.device)
     common = dict(
+        device=ctx.device,
         target_modules=("k", "v"),
         rank=cfg.rank,
         epochs_first=cfg.epochs_first,

@@ -90,4 +90,5 @@ register(
     "failure prediction and calibration.",
     quick_seconds=35,
     module="icml25.pointwise_info.reproduce",
+    devices=("cpu", "cuda"),
 )

@@ -193,12 +193,14 @@ def _split(setting: str, b: Budget, seed: int) -> Split:
     )
 
 
-def _fit(model: nn.Module, sp: Split, seed: int) -> nn.Module:
+def _fit(model: nn.Module, sp: Split, seed: int, device: str = "cpu") -> nn.Module:
+    """The classifier ``model`` trained on ``device`` (minibatches shuffled on the CPU)."""
+    model = model.to(device)
     train(
         model,
         torch.optim.Adam(model.parameters(), lr=1e-3),
-        sp.X,
-        sp.y,
+        sp.X.to(device),
+        sp.y.to(device),
         TrainConfig(epochs=sp.epochs, batch_size=128, seed=seed),
     )
     return model.eval()
@@ -210,7 +212,8 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     say = ctx.progress
     say(f"{LABEL[setting]} seed {seed}: classifier ({len(sp.y)} images, {sp.epochs} epochs)")
     torch.manual_seed(seed)
-    f = _fit(sp.model_fn(), sp, seed)
+    dev = ctx.device  # where the classifier, g', the null model and the PMI critic train
+    f = _fit(sp.model_fn(), sp, seed, dev)
     z, z_val = predict_logits(f, sp.X_test), predict_logits(f, sp.X_val)
     pred = z.argmax(1)
     ok = pred == sp.y_test
@@ -220,7 +223,11 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
 
     say(f"{LABEL[setting]} seed {seed}: PVI (g' and null model)")
     pvi = PVI(
-        sp.model_fn, epochs=sp.epochs, null_epochs=b.null_epochs, random_state=10_000 + seed
+        sp.model_fn,
+        epochs=sp.epochs,
+        null_epochs=b.null_epochs,
+        random_state=10_000 + seed,
+        device=dev,
     ).fit(sp.X, sp.y)
     null = pvi.null_model_
     probs["Ensemble"] = (probs["MSP"] + softmax(predict_logits(pvi.g_prime_, sp.X_test))) / 2
@@ -242,7 +249,7 @@ def run_setting(setting: str, b: Budget, seed: int, ctx: RunContext) -> dict[str
     # the features are extracted once and passed as arrays (the same as feature_extractor=)
     feats = FeatureExtractor(f, sp.feature_layer)
     h, h_test = feats(sp.X), feats(sp.X_test)
-    pmi = PMI(epochs=b.pmi_epochs, num_classes=10, random_state=seed).fit(h, sp.y)
+    pmi = PMI(epochs=b.pmi_epochs, num_classes=10, random_state=seed, device=dev).fit(h, sp.y)
     scores["PMI"] = pmi.score_samples(h_test)
     psi = PSI(n_slices=b.psi_slices, num_classes=10, random_state=seed).fit(h, sp.y)
     scores["PSI"] = psi.score_samples(h_test)
