@@ -25,6 +25,9 @@ ARGS = ("reproduce", *METHODS, "--budget", "tiny", "--seeds", "0")
 _DRIVER = """
 import os, signal, sys
 point, sig, argv = sys.argv[1], getattr(signal, sys.argv[2]), sys.argv[3:]
+# Ctrl-C raises KeyboardInterrupt as in a terminal, even where this process was started with
+# SIGINT ignored (a background job of a non-interactive shell inherits SIG_IGN)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import icml25.cli as cli
 from icml25.core import html, parallel, registry
 
