@@ -221,7 +221,7 @@ def prepare(
             ("lie", s.pairs, b.finetune_steps, TRAINED_BLOCKS),
             ("backdoored", s.bd_pairs, b.backdoor_steps, BACKDOOR_BLOCKS),
         ):
-            if not b.real_model or is_cached(b, seed, pairs, steps, blocks):
+            if is_cached(b, seed, pairs, steps, blocks):  # the tiny model counts as cached
                 continue
             progress(f"llmscan {budget} seed {seed}: fine-tuning the {what} model ({steps} steps)")
             tuned_model(b, seed, pairs, steps, blocks)
