@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.installed-$(PYSUM)
 ARGS    ?=
 JOBS    ?= 2
 
-.PHONY: venv data llm browser enzyme-data reproduce full test lint bench clean
+.PHONY: venv data llm browser enzyme-data reproduce full test lint bench gpu-check clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -114,6 +114,17 @@ lint: $(STAMP)
 
 test: lint browser
 	$(BIN)/python -m pytest -q $(ARGS)
+
+# on a CUDA machine with the CUDA build of torch in .venv: the device tests (their CUDA cases
+# skip elsewhere) and CCA's FlexAttention against SDPA's flash kernel at 16K-128K
+GPU_TESTS = tests/test_devices.py tests/core/test_device_routing.py tests/core/test_llm.py \
+	tests/cca_attention/test_cca_devices.py tests/cca_attention/test_cca_flex.py \
+	tests/drift_calibration/test_drift_calibration.py tests/pointwise_info/test_sklearn_conventions.py
+gpu-check: $(STAMP)
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu-check: no CUDA device (torch.cuda.is_available() is False)')"
+	$(BIN)/python -m pytest -q -rs $(GPU_TESTS)
+	$(BIN)/python benchmarks/cca_attention_flex.py --backward
+	$(BIN)/python benchmarks/cca_attention_flex.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/constrained_clustering_scaling.py

@@ -306,6 +306,7 @@ def cca_attention(
     pool: str = "attention",
     block_size: int | None = None,
     low_memory: bool = True,
+    backend: str = "auto",
 ) -> Tensor:
     """Causal CCA attention, ``(B, H, L, D)`` in and out (see the module docstring).
 
@@ -331,15 +332,35 @@ def cca_attention(
     default) the forward pools and attends to one head's chunk of core tokens at a time
     and holds no more than SDPA does; ``low_memory=False`` pools all cores at once and
     runs all heads in each call (~10% faster at 16K-32K, ~1/g of the output more memory).
-    Same result either way. Differentiable, with a recomputing backward."""
+    Same result either way. Differentiable, with a recomputing backward.
+
+    ``backend`` picks the implementation: ``"kernel"`` is the above (PyTorch's fused CPU
+    kernel, plain-PyTorch blocks elsewhere); ``"flex"`` is FlexAttention with CCA's
+    ``BlockMask`` (:mod:`icml25.cca_attention.flex`: compiled on CUDA, forward only on the
+    CPU, no dropout, half precision attended in its own dtype); ``"auto"`` (the default) takes
+    ``"flex"`` for CUDA inputs without dropout where this PyTorch has FlexAttention, and
+    ``"kernel"`` otherwise. ``block_size`` and ``low_memory`` are the kernel's."""
     _check(query, key, value, group_size, window)
     _check_sdpa_options(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if not isinstance(low_memory, bool):
         raise TypeError(f"low_memory must be a bool, got {type(low_memory).__name__}")
     if pool not in ("attention", "mean"):
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
+    if backend not in ("auto", "kernel", "flex"):
+        raise ValueError(f"backend must be 'auto', 'kernel' or 'flex', got {backend!r}")
+    if backend == "flex" and dropout_p:
+        raise ValueError(
+            f"backend='flex' has no dropout (FlexAttention's score_mod acts before the softmax), "
+            f"got dropout_p={dropout_p!r}: use backend='kernel' or 'auto'"
+        )
     if query.numel() == 0:  # B, H, L or D is 0: nothing to attend (SDPA returns empty)
         return _empty_output(query, key, value)
+    if backend == "flex" or (backend == "auto" and _flex_by_default(query, dropout_p)):
+        from icml25.cca_attention.flex import flex_cca_attention
+
+        return flex_cca_attention(
+            query, key, value, group_size=group_size, window=window, scale=scale, pool=pool
+        )
     dtype = query.dtype
     if dtype in (torch.float16, torch.bfloat16):
         query, key, value = query.float(), key.float(), value.float()
@@ -354,6 +375,15 @@ def cca_attention(
     out = _CCA.apply(query, key, value, group_size, window, scale, pool, nq, low_memory, drop)
     assert isinstance(out, torch.Tensor)
     return out.to(dtype)
+
+
+def _flex_by_default(query: Tensor, dropout_p: float) -> bool:
+    """``backend="auto"``: FlexAttention for CUDA inputs without dropout, where it exists."""
+    if query.device.type != "cuda" or dropout_p:
+        return False
+    from icml25.cca_attention.flex import available
+
+    return available()
 
 
 def _check_sdpa_options(
@@ -419,10 +449,15 @@ def attend(
     :func:`core_tokens`) and keys and values with the query's head count: for a caller that
     keeps the core tokens (the Hugging Face drop-in's prefill). Gradients flow to the core
     tokens too. ``low_memory`` and ``dropout_p`` as in :func:`cca_attention`. Inputs other
-    than ``dropout_p`` are not checked."""
+    than ``dropout_p`` are not checked. On CUDA without dropout it runs FlexAttention
+    (:func:`icml25.cca_attention.flex.flex_attend`), as :func:`cca_attention`'s ``"auto"``."""
     dropout_p = _check_dropout(dropout_p)
     if query.numel() == 0:
         return _empty_output(query, key, value)
+    if _flex_by_default(query, dropout_p):
+        from icml25.cca_attention.flex import flex_attend
+
+        return flex_attend(query, key, value, cores, g, s, scale)
     kc, vc = cores
     nq = _block_rows(g, s, block_size)
     H, L = query.shape[1], query.shape[2]
