@@ -254,6 +254,13 @@ def cmd_reproduce(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.address is not None and args.executor != "ray":
         print("icml25: --address needs --executor ray", file=sys.stderr)
         return EXIT_USAGE
+    if args.gpus and args.executor != "ray":
+        print(
+            "icml25: --gpus needs --executor ray (GPUs per Ray task); to run locally on a GPU, "
+            "pass --device cuda",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if out.exists() and not out.is_dir():
         print(f"icml25: --out {out}: is a file, not a folder", file=sys.stderr)
         return EXIT_USAGE

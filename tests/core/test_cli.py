@@ -57,6 +57,8 @@ def test_bad_arguments_are_clear(tmp_path):
     assert r.returncode == 2 and "--jobs must be a positive integer" in r.stderr
     r = _run("reproduce", "pan_privacy", "--address", "auto", "--out", str(tmp_path))
     assert r.returncode == 2 and "--address needs --executor ray" in r.stderr
+    r = _run("reproduce", "pan_privacy", "--gpus", "1", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--gpus needs --executor ray" in r.stderr
     r = _run("report", str(tmp_path / "missing"))
     assert r.returncode == 2 and "no results.json" in r.stderr
     r = _run("collect", str(tmp_path / "out"), str(tmp_path / "missing"))

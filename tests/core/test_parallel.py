@@ -91,6 +91,7 @@ def test_bad_executor_arguments():
         ({"executor": "dask"}, "executor must be one of"),
         ({"address": "auto"}, "address is for executor='ray'"),
         ({"gpus": -1.0}, "gpus must be >= 0"),
+        ({"gpus": 1.0}, "gpus is for executor='ray'"),  # was silently ignored by the local one
     ):
         with pytest.raises(ValueError, match=match):
             run_methods([m], budget="tiny", seeds=[0], out_dir=None, **kwargs)

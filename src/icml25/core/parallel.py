@@ -197,6 +197,11 @@ def run_methods(
         raise ValueError("address is for executor='ray' (a Ray cluster's address)")
     if not (gpus >= 0):
         raise ValueError(f"gpus must be >= 0, got {gpus!r}")
+    if gpus and executor != "ray":
+        raise ValueError(
+            f"gpus is for executor='ray' (GPUs per Ray task), got gpus={gpus!r} with "
+            f"executor={executor!r}: pass device='cuda' (--device cuda) to run locally on a GPU"
+        )
     device = check_device("device", device)
     seeds = tuple(int(s) for s in seeds)
     with folder_lock(out_dir, "icml25.core.parallel.run_methods"):
