@@ -117,7 +117,7 @@ test: lint browser
 
 # on a CUDA machine with the CUDA build of torch in .venv: the device tests (their CUDA cases
 # skip elsewhere) and CCA's FlexAttention against SDPA's flash kernel at 16K-128K
-GPU_TESTS = tests/test_devices.py tests/core/test_device_routing.py tests/core/test_llm.py \
+GPU_TESTS = tests/test_devices.py tests/test_devices_llm.py tests/core/test_device_routing.py tests/core/test_llm.py \
 	tests/cca_attention/test_cca_devices.py tests/cca_attention/test_cca_flex.py \
 	tests/drift_calibration/test_drift_calibration.py tests/pointwise_info/test_sklearn_conventions.py
 gpu-check: $(STAMP)

@@ -179,7 +179,7 @@ class LLMScan:
             raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
         text = self.lm.text(prompt, chat=self.chat)
         enc = self.lm.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = torch.tensor(enc["input_ids"])
+        ids = torch.tensor(enc["input_ids"], device=self.lm.device)  # where the model is
         if self.positions == "all":
             return ids, np.arange(len(ids))
         start = text.rfind(prompt)
@@ -245,7 +245,10 @@ class LLMScan:
         if self.reuse:
             return self._token_effects_reused(ids, pos, base, y_star, p0)
         batch = ids.repeat(len(pos), 1)
-        batch[torch.arange(len(pos)), torch.as_tensor(pos)] = self.intervention_id
+        dev = ids.device
+        batch[torch.arange(len(pos), device=dev), torch.as_tensor(pos, device=dev)] = (
+            self.intervention_id
+        )
         effects = []
         for sl in self._chunks(len(pos)):
             out = self._forward(batch[sl], attentions=attn, use_cache=False)
@@ -259,7 +262,7 @@ class LLMScan:
             else:
                 p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
                 effects.append((p - p0[y_star]).abs())
-        return torch.cat(effects).numpy().astype(np.float64)
+        return torch.cat(effects).cpu().numpy().astype(np.float64)
 
     def _token_effects_reused(
         self, ids: torch.Tensor, pos: np.ndarray, base: Any, y_star: int, p0: torch.Tensor
@@ -278,7 +281,8 @@ class LLMScan:
         for group in reuse_groups(pos.tolist(), len(ids), self.max_batch):
             i = group[0]
             suffix = ids[i:].repeat(len(group), 1)
-            suffix[torch.arange(len(group)), torch.tensor(group) - i] = self.intervention_id
+            rows = torch.arange(len(group), device=ids.device)
+            suffix[rows, torch.tensor(group, device=ids.device) - i] = self.intervention_id
             if i == 0:  # nothing to reuse
                 out = self._forward(suffix, attentions=attn, use_cache=False)
             else:
@@ -308,7 +312,8 @@ class LLMScan:
         blocks = list(self.lm.blocks)
         effects = []
         for sl in self._chunks(len(blocks)):
-            skip = torch.arange(len(blocks))[sl]  # row r of this batch skips block skip[r]
+            # row r of this batch skips block skip[r] (host-side bookkeeping: on the CPU)
+            skip = torch.arange(len(blocks), device="cpu")[sl]
             if self.reuse and base is not None:
                 with _resume_blocks(self.lm, base.block_inputs, skip):
                     out = self._forward(ids.repeat(len(skip), 1), use_cache=False)
@@ -317,7 +322,7 @@ class LLMScan:
                     out = self._forward(ids.repeat(len(skip), 1), use_cache=False)
             p = torch.softmax(out.logits[:, -1].float(), -1)[:, y_star]
             effects.append((p - p0[y_star]).abs())
-        return torch.cat(effects).numpy().astype(np.float64)
+        return torch.cat(effects).cpu().numpy().astype(np.float64)
 
     def token_effects(self, prompt: str) -> tuple[np.ndarray, np.ndarray, int, float]:
         """Effects of replacing each prompt token, their positions, ``y*`` and ``P(y*)``."""
@@ -400,7 +405,7 @@ class _resume_blocks:
     def __init__(self, lm: HFLanguageModel, block_inputs: list[torch.Tensor], skip: Any) -> None:
         inner = lm.model.model
         self.inner, self.original = inner, inner.layers
-        skip = torch.as_tensor(skip)
+        skip = torch.as_tensor(skip, device="cpu")
         n = len(self.original)
         self.wrapped = torch.nn.ModuleList(
             [
@@ -426,7 +431,7 @@ class skip_blocks:
             raise ValueError(
                 f"skip must be a 1-D integer tensor (one entry per batch row), got {skip!r}"
             )
-        self.blocks, self.skip = list(blocks), torch.as_tensor(skip)
+        self.blocks, self.skip = list(blocks), torch.as_tensor(skip, device="cpu")  # host side
         if self.skip.dim() != 1 or self.skip.dtype.is_floating_point:
             raise ValueError(
                 f"skip must be a 1-D integer tensor (one entry per batch row), got {self.skip}"

@@ -138,21 +138,22 @@ class LabelScorer:
             probs = lm.next_token_probs(batch, chat=self.chat)[:, self.token_ids]
             return torch.log(probs).double().cpu().numpy()
         model = lm.model
-        prefix = torch.tensor([ids[0][:common]])
+        dev = V.module_device(model)  # every tensor on the model's device
+        prefix = torch.tensor([ids[0][:common]], device=dev)
         first = model(input_ids=prefix, use_cache=True)
         cache = getattr(first, "cache", None) or first.past_key_values
         if len(batch) > 1:
             cache.batch_repeat_interleave(len(batch))
-        lens = torch.tensor([len(x) - common for x in ids])
+        lens = torch.tensor([len(x) - common for x in ids], device=dev)
         width = int(lens.max())
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        suffix = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), common + width), dtype=torch.long)
+        suffix = torch.full((len(batch), width), pad, dtype=torch.long, device=dev)
+        mask = torch.zeros((len(batch), common + width), dtype=torch.long, device=dev)
         mask[:, :common] = 1
         for i, x in enumerate(ids):
-            suffix[i, : len(x) - common] = torch.tensor(x[common:])
+            suffix[i, : len(x) - common] = torch.tensor(x[common:], device=dev)
             mask[i, common : len(x)] = 1
-        positions = (common + torch.arange(width)).expand(len(batch), width)
+        positions = (common + torch.arange(width, device=dev)).expand(len(batch), width)
         logits = model(
             input_ids=suffix,
             attention_mask=mask,
@@ -160,7 +161,7 @@ class LabelScorer:
             use_cache=True,
             **{_cache_keyword(): cache},
         ).logits
-        last = logits[torch.arange(len(batch)), lens - 1].float()
+        last = logits[torch.arange(len(batch), device=dev), lens - 1].float()
         logp = torch.log_softmax(last, dim=-1)[:, self.token_ids]
         return logp.double().cpu().numpy()
 
@@ -180,6 +181,9 @@ class SentenceEncoder:
         L2-normalise the pooled vectors (all-MiniLM-L6-v2's own pipeline does).
     max_length, batch_size
         Truncation (tokens) and texts per forward pass.
+    device
+        Where the encoder runs (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``torch.device``);
+        the embeddings come back as NumPy arrays whatever it is.
     """
 
     def __init__(
@@ -189,11 +193,14 @@ class SentenceEncoder:
         normalize: bool = True,
         max_length: int = 256,
         batch_size: int = 64,
+        device: Any = "cpu",
     ) -> None:
         self.max_length = V.integer("max_length", max_length, low=1)
         self.batch_size = V.integer("batch_size", batch_size, low=1)
         self.normalize = bool(normalize)
+        dev = V.device("device", device)
         self.tokenizer, self.model = load_minilm(folder)
+        self.model.to(dev)
         self._cache: dict[str, np.ndarray] = {}
 
     @torch.no_grad()
@@ -208,12 +215,14 @@ class SentenceEncoder:
                 padding=True,
                 truncation=True,
                 max_length=self.max_length,
-                return_tensors="pt",
+                return_tensors="np",
             )
+            dev = V.module_device(self.model)  # the ids made where the encoder is
+            enc = {k: torch.as_tensor(v, device=dev) for k, v in enc.items()}
             pooled = mean_pool(self.model(**enc).last_hidden_state, enc["attention_mask"])
             if self.normalize:
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            for t, v in zip(chunk, pooled.double().numpy(), strict=True):
+            for t, v in zip(chunk, pooled.double().cpu().numpy(), strict=True):
                 self._cache[t] = v
         if not texts:
             raise ValueError("texts must not be empty")
