@@ -93,7 +93,15 @@ def _parser() -> argparse.ArgumentParser:
         description="Methods of ICML 2025 papers and laptop-scale reproductions of their claims.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="every registered method, its paper, claim and quick time")
+    ls = sub.add_parser("list", help="every registered method, its paper, claim and quick time")
+    ls.add_argument(
+        "--measured",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="show the wall and CPU seconds each method took in the run saved in DIR "
+        "(its results.json) and the machine it ran on, instead of the declared quick time",
+    )
     r = sub.add_parser("reproduce", help="run reproductions and write a claims report")
     r.add_argument("names", nargs="*", metavar="NAME", help="methods to run (default: all)")
     r.add_argument(
@@ -222,20 +230,36 @@ def _published_results() -> tuple[str, dict] | None:
     return None
 
 
-def cmd_list() -> int:
+def cmd_list(measured: Path | None = None) -> int:
     from rich.table import Table
 
-    table = Table(title="icml25 methods")
-    for col in ("name", "paper", "claim", "quick", "devices"):
+    runs: dict[str, dict[str, Any]] = {}
+    title, cost = "icml25 methods", "quick"
+    if measured is not None:
+        path = measured / "results.json"
+        try:
+            results = res.load_results(path)
+        except (OSError, ValueError) as exc:
+            print(f"icml25: --measured {measured}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        runs = {m["method"]: m for m in results["methods"]}
+        env = results.get("environment", {})
+        machine = env.get("cpu") or env.get("platform", "an unrecorded machine")
+        title = f"icml25 methods; wall / CPU seconds measured in {measured} on {machine}"
+        cost = "measured"
+    table = Table(title=title)
+    for col in ("name", "paper", "claim", cost, "devices"):
         table.add_column(col, overflow="fold")
     for slug, m in load_all().items():
-        table.add_row(
-            slug,
-            f"{m.title} ({m.venue})",
-            m.summary,
-            f"~{m.quick_seconds:.0f} s",
-            ", ".join(m.devices),
-        )
+        if measured is None:
+            shown = f"~{m.quick_seconds:.0f} s"
+        elif slug in runs:
+            e = runs[slug]
+            cpu = f" / {float(e['cpu_s']):.0f} CPU-s" if "cpu_s" in e else ""
+            shown = f"{float(e['wall_s']):.0f} s{cpu} ({e['budget']})"
+        else:
+            shown = "not in this run"
+        table.add_row(slug, f"{m.title} ({m.venue})", m.summary, shown, ", ".join(m.devices))
     rep.wide_console().print(table)
     return 0
 
@@ -458,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     if args.command == "list":
-        return cmd_list()
+        return cmd_list(args.measured)
     if args.command == "reproduce":
         return cmd_reproduce(args, argv)
     if args.command == "collect":

@@ -29,6 +29,17 @@ def test_reproduce_report_and_resume(tmp_path):
     results = json.loads((out_dir / "results.json").read_text())
     assert results["command"].startswith("icml25 reproduce constrained_clustering")
     assert (out_dir / "report.md").exists()
+    # each entry records its CPU seconds and the run its machine; list --measured shows them
+    entry, env = results["methods"][0], results["environment"]
+    assert 0 < entry["cpu_s"] and env["cpu"] and env["cores"] >= 1
+    assert f"**CPU time:** {entry['cpu_s']:.0f} s" in (out_dir / "report.md").read_text()
+    shown = _run("list", "--measured", str(out_dir))
+    assert shown.returncode == 0, shown.stderr
+    row = next(x for x in shown.stdout.splitlines() if "constrained_clustering" in x)
+    assert "CPU-s (tiny)" in row and "not in this run" in shown.stdout
+    assert env["cpu"][:20] in " ".join(shown.stdout.split())
+    bad = _run("list", "--measured", str(tmp_path / "nowhere"))
+    assert bad.returncode == 2 and "--measured" in bad.stderr
     # resume: a second run with the same settings reuses the finished method
     r2 = _run(*args, "--out", str(out_dir))
     assert r2.returncode == 0 and "reusing" in r2.stderr

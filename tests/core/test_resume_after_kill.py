@@ -93,6 +93,7 @@ def _without_clock(run: Path) -> dict[str, object]:
             data = json.loads(path.read_text())
             for entry in data.get("methods", [data]):
                 entry.pop("wall_s")
+                entry.pop("cpu_s", None)  # a clock too
             data.pop("created", None)
             files[rel] = json.loads(json.dumps(data).replace(str(run), "OUT"))
         elif path.suffix in (".md", ".html"):

@@ -4,9 +4,10 @@ verdict tally, collecting several runs into one, and the text of a measurement.
 ``results.json`` (schema 2)::
 
     {"schema": 2, "created": ISO time, "command": str,
-     "environment": {"python", "platform", "packages", "git_commit", "device" (asked for)},
+     "environment": {"python", "platform", "cpu" (model), "cores", "packages", "git_commit",
+                     "device" (asked for)},
      "methods": [{"method", "paper", "budget", "seeds" (run), "requested_seeds",
-                  "device" (where it ran), "wall_s",
+                  "device" (where it ran), "wall_s", "cpu_s" (user + system, with children),
                   "claims": [{"id", "kind": "claim" | "control", "statement", "where",
                               "metric", "paper_value",
                               "measured": {"mean", "std", "n", "values"} | null,
@@ -42,6 +43,7 @@ reproduction adds) have verdicts but are listed apart and never counted in the t
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import subprocess
@@ -59,6 +61,18 @@ from icml25.core.results_schema import SCHEMA, check_results
 from icml25.core.runner import BUDGETS, atomic_copy
 
 _PACKAGES = ("icml25", "numpy", "scipy", "torch", "scikit-learn", "matplotlib", "rich")
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux's ``/proc/cpuinfo``; elsewhere ``platform``'s)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def environment(device: str | None = None) -> dict[str, Any]:
@@ -87,6 +101,8 @@ def environment(device: str | None = None) -> dict[str, Any]:
     env: dict[str, Any] = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
         "packages": versions,
         "git_commit": commit,
     }
@@ -506,4 +522,12 @@ def time_line(results: dict[str, Any]) -> str:
     times = [(m["method"], float(m.get("wall_s", 0.0))) for m in results["methods"]]
     total = sum(t for _, t in times)
     per = ", ".join(f"{slug} {t:.0f} s" for slug, t in times)
-    return f"**Wall time:** {total:.0f} s in all ({total / 60:.1f} min): {per}."
+    line = f"**Wall time:** {total:.0f} s in all ({total / 60:.1f} min): {per}."
+    cpus = [float(m["cpu_s"]) for m in results["methods"] if "cpu_s" in m]
+    env = results.get("environment", {})
+    if cpus and len(cpus) == len(times):
+        line += f" **CPU time:** {sum(cpus):.0f} s (user + system)"
+        if env.get("cpu"):
+            line += f" on {env['cpu']} ({env.get('cores', '?')} cores)"
+        line += "."
+    return line

@@ -190,6 +190,7 @@ _METHOD = _obj(
         "requested_seeds?": _list(_INT, "integers"),
         "device?": _STR,
         "wall_s": _NUM,
+        "cpu_s?": _NUM,
         "claims": _list(_CLAIM, "claims", named="id"),
         "figures?": _list(_figure, "paths"),
         "notes?": _list(_STR, "strings"),
@@ -204,6 +205,8 @@ _RESULTS = _obj(
             {
                 "python": _STR,
                 "platform": _STR,
+                "cpu?": _STR,
+                "cores?": _opt(_INT),
                 "packages": _is((dict,), "an object"),
                 "git_commit?": _opt(_STR),
                 "device?": _STR,

@@ -385,7 +385,7 @@ def run_method(
     )
     if fallback is not None:
         ctx.note(fallback)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     measured: dict[str, Measurement] = {}
     error: str | None = None
     claims: tuple[Claim, ...] = ()
@@ -414,6 +414,9 @@ def run_method(
         figures=ctx.figures,
         notes=ctx.notes,
     )
+    # CPU seconds (user + system) of this process's threads and of the children it waited
+    # for: the cost a loaded or faster machine does not distort as it does the wall time
+    entry["cpu_s"] = round(cpu_seconds() - cpu_start, 2)
     entry["requested_seeds"] = list(seeds)  # what resume compares (seeds: what ran)
     entry["device"] = used  # resume compares it too
     return entry
@@ -481,6 +484,19 @@ def claim_entry(c: Claim, measured: dict[str, Measurement], error: str | None) -
         if c.gate.per_seed:
             row["gate"]["per_seed"] = True
     return row
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its waited-for children so far."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: this process only
+        return time.process_time()
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def make_entry(
