@@ -27,6 +27,22 @@ _hypothesis_settings.register_profile("dev", deadline=None)
 _hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``@pytest.mark.cuda`` skip, saying why, where torch sees no CUDA device:
+    none of them may pass silently without a GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(
+        reason="no CUDA device on this machine: the module's CPU and meta-device checks run "
+        "instead (make gpu-check runs this test on a GPU)"
+    )
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)
+
+
 def write_idx(path: Path, arr: np.ndarray) -> None:
     """An IDX file (uint8 arrays only), gzip-compressed when ``path`` ends in ``.gz``."""
     assert arr.dtype == np.uint8

@@ -70,10 +70,6 @@ from icml25.ipv_bench import (
 from icml25.ipv_bench.models import FrameEncoder
 
 META = torch.device("meta")
-_NO_CUDA = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="no CUDA device on this machine: the device-following checks above run instead",
-)
 
 
 @pytest.fixture
@@ -88,7 +84,7 @@ def no_tf32() -> Any:
 
 def cuda_test(fn: Callable[..., None]) -> Callable[..., None]:
     """A CUDA-against-CPU check: skipped without CUDA, run without TF32."""
-    return _NO_CUDA(pytest.mark.usefixtures("no_tf32")(fn))
+    return pytest.mark.cuda(pytest.mark.usefixtures("no_tf32")(fn))
 
 
 # what meta says when a value is read or an op's output shape depends on values (boolean

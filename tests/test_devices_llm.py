@@ -29,10 +29,6 @@ from icml25.maple.learners import SentenceEncoder
 
 META = torch.device("meta")
 PROMPT = "is the sky green today? answer yes or no"
-_NO_CUDA = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="no CUDA device on this machine: the default-device guard runs instead",
-)
 
 
 def _scan_features(scanner: LLMScan) -> list[np.ndarray]:
@@ -101,7 +97,7 @@ def test_sentence_encoder_takes_a_device_and_makes_no_default_device_tensor(
         SentenceEncoder(tiny_encoder, device="gpu0")
 
 
-@_NO_CUDA
+@pytest.mark.cuda
 def test_llm_paths_on_cuda_match_the_cpu(tiny_encoder: Path) -> None:
     def both(make: Any) -> tuple[Any, Any]:
         model, tok = tiny_llama(layers=3, hidden=32, seed=1)

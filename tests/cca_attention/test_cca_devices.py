@@ -31,10 +31,6 @@ from icml25.cca_attention.attention import (
 from icml25.cca_attention.model import TinyLM
 
 META = torch.device("meta")
-_NO_CUDA = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="no CUDA device on this machine: the default-device guard above runs instead",
-)
 
 # (B, H, H_kv, L, D, g, s): GQA, s = 0 (rows with no raw key), L below g + s, several blocks
 SHAPES = [
@@ -266,7 +262,7 @@ def test_meta_inputs_give_a_meta_output(dropout_p: float):
 
 
 # ------------------------------------------------------------------------- CUDA vs CPU
-@_NO_CUDA
+@pytest.mark.cuda
 @pytest.mark.parametrize("shape", SHAPES)
 def test_cuda_kernel_matches_cpu(shape: tuple[int, ...]):
     """float64 forward and backward on CUDA (the plain-PyTorch blocks) against the CPU; the
@@ -288,7 +284,7 @@ def test_cuda_kernel_matches_cpu(shape: tuple[int, ...]):
     torch.testing.assert_close(ref.cpu(), dense_cca_attention(q, k, v, group_size=g, window=s))
 
 
-@_NO_CUDA
+@pytest.mark.cuda
 def test_cuda_hf_drop_in_and_tiny_lm_match_cpu():
     """The tiny Llama with CCA on CUDA (float64): prefill and decoding logits against the CPU,
     the compressed cache and a left-padded batch included; TinyLM likewise."""

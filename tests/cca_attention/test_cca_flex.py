@@ -22,11 +22,6 @@ from icml25.cca_attention.attention import cca_attention, dense_cca_attention, v
 from icml25.cca_attention.flex import cca_block_mask, cca_mask_mod, flex_cca_attention
 
 pytestmark = pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
-_NO_CUDA = pytest.mark.skipif(
-    not torch.cuda.is_available(),
-    reason="no CUDA device on this machine: FlexAttention's backward and its compiled Triton "
-    "kernel exist only there (the CPU checks above cover the mask and the eager forward)",
-)
 
 # (B, H, H_kv, L, D, g, s): GQA, s = 0, L below g + s, several 128-blocks, L not a multiple of g
 SHAPES = [
@@ -148,7 +143,7 @@ def test_compiled_cpu_forward_equals_the_kernel() -> None:
     torch.testing.assert_close(got, want, rtol=2e-5, atol=2e-5)
 
 
-@_NO_CUDA
+@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_cuda_flex_forward_backward_equals_kernel(dtype: torch.dtype) -> None:
     shape = (2, 4, 2, 1100, 64, 16, 128)

@@ -376,7 +376,7 @@ def test_an_explicit_cpu_device_gives_the_same_learner():
     assert next(b.backbone_.parameters()).device.type == "cpu"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_a_cuda_device_runs_the_backbone_and_heads_there():  # pragma: no cover - GPU only
     tasks = [[0, 1], [2, 3]]
     Xt, yt = _blobs([0, 1, 2, 3], seed=99)
