@@ -121,6 +121,10 @@ def test_flex_refusals() -> None:
         cca_attention(q, k, v, group_size=4, window=5, backend="flex")
     with torch.no_grad():  # inference is fine
         cca_attention(q, k, v, group_size=4, window=5, backend="flex")
+    with pytest.raises(TypeError, match="must share one dtype"):
+        flex_cca_attention(q.detach(), k.double(), v, group_size=4, window=5)
+    with pytest.raises(ValueError, match="scale must be None or a positive"):
+        flex_cca_attention(q.detach(), k, v, group_size=4, window=5, scale=-1.0)
     with pytest.raises(TypeError, match="compile must be"):
         flex_cca_attention(q.detach(), k, v, group_size=4, window=5, compile="yes")  # type: ignore[arg-type]
     empty = torch.zeros(0, 2, 8, 4)

@@ -31,6 +31,7 @@ import torch
 
 from icml25.cca_attention.attention import (
     _check,
+    _check_sdpa_options,
     _check_sizes,
     _default_scale,
     _empty_output,
@@ -112,6 +113,8 @@ def flex_cca_attention(
     in their own dtype, as FlexAttention does on the GPU. Needs FlexAttention; on the CPU,
     inference only (see the module docstring)."""
     _check(query, key, value, group_size, window)
+    # the same dtype, device, head-size and scale checks as cca_attention's
+    _check_sdpa_options(query, key, value, None, 0.0, True, scale, False)
     if pool not in ("attention", "mean"):
         raise ValueError(f"pool must be 'attention' or 'mean', got {pool!r}")
     if compile is not None and not isinstance(compile, bool):
