@@ -1,8 +1,9 @@
 """Pilot for MAPLE's reproduction (issue 50): which prompt format and which label names make
 SmolLM2-135M-Instruct learn the fortunes-topic task in context.
 
-Run once, on pilot seed 1000 (no claim uses it: the claims use seeds 0-9), before the claims'
-runs; its output chose the reproduction's configuration and is quoted in maple/NOTES.md. For every
+Run once, on pilot seed 1000, before the claims' runs (the published full run's first seed is
+also 1000, so that seed is not independent of this choice: docs/confirmatory.md); its output
+chose the reproduction's configuration and is quoted in maple/NOTES.md. For every
 prompt format x label set it measures zero-shot and few-shot accuracy (8 labeled demos drawn
 uniformly from a class-balanced pool, 64 class-balanced queries), and the margin few - zero,
 which is the claims' gate:

@@ -185,3 +185,20 @@ def test_paired_contrasts_of_the_bootstrapped_claims_are_claim_minus_null() -> N
         - BNN._bnn_diff([c], BNN.BNN_NULL, "PVI", 200).values[0]
     )
     assert got.values[0] == pytest.approx(want)
+
+
+def test_lr_share_note_is_a_ratio_of_means_and_says_when_nothing_was_lost() -> None:
+    from icml25.fedgvi.experiments_logistic import LR_METHODS, lr_share_note
+
+    def seed(clean: float, pvi: float, best: float) -> dict[str, dict[str, float]]:
+        r = {f"clean|{p}|PVI": {"acc": clean} for p in ("tight", "broad")}
+        for p in ("tight", "broad"):
+            for m in LR_METHODS:
+                r[f"contaminated|{p}|{m}"] = {"acc": pvi if m == "PVI" else best}
+        return r
+
+    # lost 0.10 and ~0 (1e-12): the mean of ratios would be astronomically large
+    note = lr_share_note([seed(0.9, 0.8, 0.85), seed(0.9, 0.9 - 1e-12, 0.95)])
+    # mean recovered (0.05 + 0.05) / 2 over mean lost (0.10 + 0) / 2
+    assert ": 1.00 (PVI loses 0.050" in note
+    assert "none to recover" in lr_share_note([seed(0.8, 0.85, 0.9)])
