@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml25.core.claims import Measurement, gate_key, null_key
+from icml25.core.claims import Measurement, contrast_key, gate_key, null_key
 from icml25.core.runner import RunContext
 from icml25.equilibrium_planner.claims import BASE_FLOOR
 from icml25.equilibrium_planner.env import SUCCESS, Task, content_free, feedback, make_tasks, score
@@ -339,6 +339,10 @@ def run_seed(
     return res
 
 
+ORDERING_ARMS = ("eq_none", "eq_wm", "eq_env", "eq_both")
+"""The SR columns that :func:`_ordering` reads, in its order."""
+
+
 def _ordering(rows: np.ndarray) -> float:
     """Share of (wm > none, env > wm, both > wm) among the SR columns (none, wm, env, both)."""
     none, wm, env, both = rows.mean(axis=0)
@@ -358,15 +362,34 @@ def measures(runs: list[dict[str, Any]]) -> dict[str, Any]:
         groups = [r["success"][split][a] - r["success"][split][b] for r in runs]
         return Measurement.bootstrap(groups, _points)
 
-    def ordering(arms: tuple[str, str, str, str]) -> Measurement:
-        groups = [
+    def stacked(arms: tuple[str, ...]) -> list[np.ndarray]:  # per seed: items x arms, all splits
+        return [
             np.concatenate([np.stack([r["success"][s][a] for a in arms], axis=1) for s in SPLITS])
             for r in runs
         ]
-        return Measurement.bootstrap(groups, _ordering)
 
+    def ordering(arms: tuple[str, str, str, str]) -> Measurement:
+        return Measurement.bootstrap(stacked(arms), _ordering)
+
+    def paired(key: str, key_null: str) -> Measurement:  # method minus null, item by item
+        return Measurement.bootstrap([r[key] - r[key_null] for r in runs])
+
+    arms, arms_null = ORDERING_ARMS, ("eq_none", "eq_wm_bit", "eq_env_bit", "eq_both_bit")
+    # both orderings on one resample of the items
+    ordering_contrast = Measurement.bootstrap(
+        stacked(arms + arms_null), lambda x: _ordering(x[:, :4]) - _ordering(x[:, 4:])
+    )
     base = Measurement.of([r["base_sr"] for r in runs])
     return {
+        # each null arm's paired contrast (method minus null on the same items, the same
+        # bootstrap stratified by seed): a bootstrap over items must be paired here
+        contrast_key("sr_gain_novel_task"): diff(nt, "eq_wm", "sup_wm_loop"),
+        contrast_key("novel_scene_gain"): diff(ns, "eq_wm", "sup_wm_loop"),
+        contrast_key("fixed_point_share"): paired("fixed_point", "fixed_point_null"),
+        contrast_key("closed_loop_gain"): diff(nt, "eq_env", "eq_env_bit"),
+        contrast_key("eq_vs_selfrefine"): diff(nt, "eq_env", "sup_env_loop"),
+        contrast_key("feedback_ordering"): ordering_contrast,
+        contrast_key("world_model_agreement"): paired("wm_agreement", "wm_agreement_null"),
         "sr_gain_novel_task": diff(nt, "eq_wm", "supervised"),
         null_key("sr_gain_novel_task"): diff(nt, "sup_wm_loop", "supervised"),
         "novel_scene_gain": diff(ns, "eq_wm", "supervised"),
@@ -377,10 +400,8 @@ def measures(runs: list[dict[str, Any]]) -> dict[str, Any]:
         null_key("closed_loop_gain"): diff(nt, "eq_env_bit", "eq_none"),
         "eq_vs_selfrefine": diff(nt, "eq_env", "self_refine_env"),
         null_key("eq_vs_selfrefine"): diff(nt, "sup_env_loop", "self_refine_env"),
-        "feedback_ordering": ordering(("eq_none", "eq_wm", "eq_env", "eq_both")),
-        null_key("feedback_ordering"): ordering(
-            ("eq_none", "eq_wm_bit", "eq_env_bit", "eq_both_bit")
-        ),
+        "feedback_ordering": ordering(arms),
+        null_key("feedback_ordering"): ordering(arms_null),
         "supervised_fits_train": Measurement.of([r["sup_train"] for r in runs]),
         "eq_open_loop_vs_supervised": diff(nt, "eq_none", "supervised"),
         "eq_vs_supervised_greedy": diff(nt, "eq_wm", "supervised_greedy"),

@@ -26,8 +26,9 @@ alternating.
 
 Each claim has a null arm (the same measurement without the mechanism the claim credits:
 the supervised planner in the equilibrium planner's loop, or feedback reduced to its success
-bit) and a gate (the base plans above a floor). Intervals are a bootstrap over the paired test
-items, stratified by seed. The claims, their rules, null arms and gates are in
+bit), its paired contrast (method minus null arm on the same items) and a gate (the base plans
+above a floor). Intervals are a bootstrap over the paired test items, stratified by seed. The
+claims, their rules, null arms and gates are in
 :mod:`icml25.equilibrium_planner.claims`; the arms and statistics in
 :mod:`icml25.equilibrium_planner.experiments`; the figure in
 :mod:`icml25.equilibrium_planner.figures`.
